@@ -1,0 +1,267 @@
+package emu
+
+import (
+	"runtime"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// The object table of a process. It is segment 0 of the process's slot and
+// every peer maps it: it is how a requester in one process finds the
+// responder's QP, memory regions, receive queue and completion queue in
+// another. Nothing in it is a Go pointer; references are table indices and
+// (segment, offset) pairs. All fields that another process may change are
+// accessed atomically.
+//
+// Identifiers are unique per host and user: a process owns a slot (1..4095),
+// its QP numbers are slot<<12 | index and its memory keys are
+// slot<<20 | index<<8 | generation.
+const (
+	maxSlots    = 4096
+	maxQPs      = 4096
+	maxCQs      = 4096
+	maxSRQs     = 1024
+	maxMRs      = 4096
+	maxChannels = 64
+	maxContexts = 64
+	maxEmuDevs  = 16
+	maxGIDs     = 16
+
+	chanRing  = 1024 // pending notifications per completion channel
+	asyncRing = 256  // pending async events per context
+
+	tableMagic   = 0x70767072 // "pvpr"
+	tableVersion = 1
+)
+
+type tableHeader struct {
+	magic       uint32
+	version     uint32
+	pid         uint32
+	slot        uint32
+	incarnation uint64 // random, tells a reused slot from its previous owner
+	attention   uint32 // bumped by peers that left work for the owner (atomic)
+	_           [36]byte
+}
+
+// devInfo is what a peer needs to know about an emulated device to route
+// packets to it: its GIDs, their RoCE version and the port MTU.
+type devInfo struct {
+	live uint32
+	roce uint32 // GID type: 1 RoCE v1, 2 RoCE v2
+	mtu  uint32 // active MTU enum
+	ngid uint32
+	gids [maxGIDs][16]byte
+	_    [240]byte
+}
+
+// qpCtx is the device's context of one QP.
+type qpCtx struct {
+	gen        uint32 // odd while the QP exists (atomic)
+	state      uint32 // verbs.QPState (atomic)
+	typ        uint32
+	dev        uint32 // emulated device number
+	pd         uint32
+	access     uint32 // atomic
+	qkey       uint32 // atomic
+	mtu        uint32 // path MTU enum
+	port       uint32
+	minRNR     uint32
+	destQPN    uint32
+	recvCQ     uint32 // CQ index
+	srq        uint32 // SRQ index + 1, 0 = none
+	rqN        uint32
+	rqStride   uint32
+	rqSeg      uint32 // send buffer segment: RQ ring state at rqRing+8
+	rqRing     uint64
+	rqWQESeg   uint32
+	_          uint32
+	rqWQE      uint64
+	maxRecvSGE uint32
+	rqLock     uint32 // spin lock for consumers of the RQ (atomic)
+	rqPSN      uint32 // next expected PSN (atomic)
+	flush      uint32 // the owner must flush this QP (atomic)
+	ctx        uint32 // context index for async events
+	handle     uint32
+	maxDestRd  uint32
+	_          [132]byte
+}
+
+type cqCtx struct {
+	gen      uint32
+	lock     uint32
+	seg      uint32
+	n        uint32
+	off      uint64 // buffer offset in seg
+	notify   uint32 // 0 none, 1 next, 2 solicited only (atomic)
+	channel  uint32 // channel index + 1, 0 = none
+	overflow uint32 // atomic
+	ctx      uint32
+	handle   uint32
+	_        [84]byte
+}
+
+type srqCtx struct {
+	gen    uint32
+	lock   uint32
+	seg    uint32
+	n      uint32
+	off    uint64
+	stride uint32
+	limit  uint32 // armed limit, 0 = disarmed (atomic)
+	maxSGE uint32
+	pd     uint32
+	ctx    uint32
+	handle uint32
+	_      [80]byte
+}
+
+type mrEntry struct {
+	key    uint32 // full key while valid, 0 otherwise (atomic)
+	access uint32
+	pd     uint32
+	seg    uint32
+	segOff uint64
+	addr   uint64
+	length uint64
+	serial uint32 // registration number, never reused (atomic)
+	_      [20]byte
+}
+
+type chanCtx struct {
+	gen  uint32
+	lock uint32
+	seq  uint32 // futex word, bumped for every notification (atomic)
+	head uint32
+	tail uint32
+	_    [44]byte
+	ring [chanRing]uint32 // CQ indices
+}
+
+type asyncEvent struct {
+	typ     uint32
+	objKind uint32 // 1 QP, 2 CQ, 3 SRQ, 4 port
+	index   uint32
+	gen     uint32
+}
+
+type asyncCtx struct {
+	gen  uint32
+	lock uint32
+	seq  uint32
+	head uint32
+	tail uint32
+	lost uint32
+	_    [40]byte
+	ring [asyncRing]asyncEvent
+}
+
+// Offsets of the tables inside segment 0.
+var (
+	offHeader   = 0
+	offDevs     = pageSize
+	offQPs      = align(offDevs+maxEmuDevs*int(unsafe.Sizeof(devInfo{})), pageSize)
+	offCQs      = align(offQPs+maxQPs*int(unsafe.Sizeof(qpCtx{})), pageSize)
+	offSRQs     = align(offCQs+maxCQs*int(unsafe.Sizeof(cqCtx{})), pageSize)
+	offMRs      = align(offSRQs+maxSRQs*int(unsafe.Sizeof(srqCtx{})), pageSize)
+	offChannels = align(offMRs+maxMRs*int(unsafe.Sizeof(mrEntry{})), pageSize)
+	offAsync    = align(offChannels+maxChannels*int(unsafe.Sizeof(chanCtx{})), pageSize)
+	tableSize   = align(offAsync+maxContexts*int(unsafe.Sizeof(asyncCtx{})), pageSize)
+)
+
+const pageSize = 4096
+
+func align(n, a int) int { return (n + a - 1) &^ (a - 1) }
+
+// tables is a typed view of a mapped segment 0.
+type tables struct {
+	hdr   *tableHeader
+	devs  *[maxEmuDevs]devInfo
+	qps   *[maxQPs]qpCtx
+	cqs   *[maxCQs]cqCtx
+	srqs  *[maxSRQs]srqCtx
+	mrs   *[maxMRs]mrEntry
+	chans *[maxChannels]chanCtx
+	async *[maxContexts]asyncCtx
+}
+
+func viewTables(mem []byte) tables {
+	if len(mem) < tableSize {
+		panic("emu: object table too small")
+	}
+	at := func(off int) unsafe.Pointer { return unsafe.Pointer(&mem[off]) }
+	return tables{
+		hdr:   (*tableHeader)(at(offHeader)),
+		devs:  (*[maxEmuDevs]devInfo)(at(offDevs)),
+		qps:   (*[maxQPs]qpCtx)(at(offQPs)),
+		cqs:   (*[maxCQs]cqCtx)(at(offCQs)),
+		srqs:  (*[maxSRQs]srqCtx)(at(offSRQs)),
+		mrs:   (*[maxMRs]mrEntry)(at(offMRs)),
+		chans: (*[maxChannels]chanCtx)(at(offChannels)),
+		async: (*[maxContexts]asyncCtx)(at(offAsync)),
+	}
+}
+
+func load(p *uint32) uint32     { return atomic.LoadUint32(p) }
+func store(p *uint32, v uint32) { atomic.StoreUint32(p, v) }
+
+// spinLock is a lock word in shared memory. The holder stores its slot, so
+// that a waiter can take over a lock whose holder process died.
+type spinLock struct{ w *uint32 }
+
+func (l spinLock) lock(h *host) {
+	me := h.slot
+	if atomic.CompareAndSwapUint32(l.w, 0, me) {
+		return
+	}
+	start := time.Time{}
+	for i := 0; ; i++ {
+		v := atomic.LoadUint32(l.w)
+		if v == 0 {
+			if atomic.CompareAndSwapUint32(l.w, 0, me) {
+				return
+			}
+			continue
+		}
+		if i < 64 {
+			continue
+		}
+		runtime.Gosched()
+		if i%1024 == 0 {
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) > 100*time.Millisecond && v != me && h.slotDead(v) {
+				if atomic.CompareAndSwapUint32(l.w, v, me) {
+					return
+				}
+			}
+		}
+	}
+}
+
+func (l spinLock) unlock() { atomic.StoreUint32(l.w, 0) }
+
+// newGen makes a table entry's generation odd (live) and different from
+// every earlier one, so stale references to the entry can be detected.
+func newGen(p *uint32) uint32 {
+	g := load(p)
+	if g%2 == 0 {
+		g++
+	} else {
+		g += 2
+	}
+	store(p, g)
+	return g
+}
+
+// locker adapts a shared lock word to sync.Locker.
+type locker struct {
+	h *host
+	l spinLock
+}
+
+func (k *locker) Lock()   { k.l.lock(k.h) }
+func (k *locker) Unlock() { k.l.unlock() }
+
+func lockerOf(h *host, w *uint32) *locker { return &locker{h: h, l: spinLock{w}} }

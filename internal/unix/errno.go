@@ -1,0 +1,32 @@
+//go:build unix
+
+package unix
+
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Errno values used across the project, so that callers need not import
+// syscall or x/sys/unix to test for them with errors.Is.
+const (
+	EACCES       = unix.EACCES
+	EADDRINUSE   = unix.EADDRINUSE
+	EAGAIN       = unix.EAGAIN
+	EBUSY        = unix.EBUSY
+	ECONNREFUSED = unix.ECONNREFUSED
+	EEXIST       = unix.EEXIST
+	EFAULT       = unix.EFAULT
+	EINVAL       = unix.EINVAL
+	ENODEV       = unix.ENODEV
+	ENOENT       = unix.ENOENT
+	ENOMEM       = unix.ENOMEM
+	ENOSPC       = unix.ENOSPC
+	ENOTSUP      = unix.EOPNOTSUPP
+	EPERM        = unix.EPERM
+	ETIMEDOUT    = unix.ETIMEDOUT
+)
+
+// Errno is the type of the errno values above.
+type Errno = syscall.Errno
