@@ -95,6 +95,7 @@ func (c *devContext) CreateCQ(init verbs.CQInit) (verbs.CQ, error) {
 	}
 	ctx.ctx = c.idx
 	ctx.handle = idx + 1
+	ctx.tail, ctx.head = 0, 0
 	store(&ctx.lock, 0)
 	gen := newGen(&ctx.gen)
 	q := &cq{c: c, idx: idx, gen: gen, n: n, buf: buf, ch: ch}
@@ -165,25 +166,34 @@ func (q *cq) Close() error {
 // postCQE writes one completion into a CQ, local or remote, and delivers
 // the notification the CQ is armed for. It reports false when the CQ is
 // full: the completion is lost and the CQ's owner gets a CQ_ERR event.
+//
+// The device keeps its own copy of prod_tail and of the last cons_head it
+// saw, so that writing a CQE does not read the ring state line, which the
+// consumer keeps writing: a producer in another thread only stores to it.
 func (h *host) postCQE(v *cqView, e *pvrdma.CQE, solicited bool) bool {
-	l := spinLock{&v.ctx.lock}
+	ctx := v.ctx
+	l := spinLock{&ctx.lock}
 	l.lock(h)
-	tail := v.ring.Producer()
-	head := v.ring.Consumer()
-	if !v.ring.Valid(tail) || !v.ring.Valid(head) || v.ring.Full(tail, head) {
-		first := atomic.SwapUint32(&v.ctx.overflow, 1) == 0
+	tail := ctx.tail
+	if v.ring.Full(tail, ctx.head) {
+		ctx.head = v.ring.Consumer()
+	}
+	if !v.ring.Valid(tail) || !v.ring.Valid(ctx.head) || v.ring.Full(tail, ctx.head) {
+		first := atomic.SwapUint32(&ctx.overflow, 1) == 0
 		l.unlock()
 		if first {
-			h.raiseEvent(v.p, v.ctx.ctx, verbs.EventCQErr, objCQ, v.idx, load(&v.ctx.gen))
+			h.raiseEvent(v.p, ctx.ctx, verbs.EventCQErr, objCQ, v.idx, load(&ctx.gen))
 		}
 		return false
 	}
 	off := v.ring.Slot(tail) * pvrdma.CQESize
 	e.Encode(v.cqes[off : off+pvrdma.CQESize])
-	v.ring.SetProducer(v.ring.Next(tail))
+	tail = v.ring.Next(tail)
+	ctx.tail = tail
+	v.ring.SetProducer(tail)
 	l.unlock()
-	if n := load(&v.ctx.notify); n != 0 && (n == 1 || solicited || e.Status != 0) {
-		if atomic.CompareAndSwapUint32(&v.ctx.notify, n, 0) {
+	if n := load(&ctx.notify); n != 0 && (n == 1 || solicited || e.Status != 0) {
+		if atomic.CompareAndSwapUint32(&ctx.notify, n, 0) {
 			h.notify(v)
 		}
 	}

@@ -330,7 +330,7 @@ func (c *devContext) resolveEvent(e asyncEvent) (verbs.AsyncEvent, bool) {
 	switch e.objKind {
 	case objQP:
 		q := c.h.qps[e.index%maxQPs].Load()
-		if q == nil || q.gen != e.gen {
+		if q == nil || q.gen.Load() != e.gen {
 			return ev, false
 		}
 		ev.QP = q
@@ -451,9 +451,8 @@ func (p *pd) RegMR(b []byte, access verbs.Access) (verbs.MR, error) {
 	if !ok {
 		return nil, c.err("reg mr", verbs.Errorf(unix.EFAULT, "buffer is not memory allocated by AllocMemory"))
 	}
-	var m *memory
 	// Find the memory object owning the segment, to pin it.
-	m = c.h.memoryOf(seg)
+	m := c.h.memoryOf(seg)
 	if m == nil {
 		return nil, c.err("reg mr", verbs.Errorf(unix.EFAULT, "buffer is not memory allocated by AllocMemory"))
 	}

@@ -51,6 +51,16 @@ type remote struct {
 	rqLock spinLock
 	mr     mrCache // last memory region accessed at the destination
 	rmr    mrCache // last receive buffer region at the destination
+
+	// For an RC destination without SRQ this requester is the only
+	// consumer of the receive queue, so it may remember how far the
+	// owner had posted (rqSeen) and read the next WQE ahead of time (pre),
+	// off the critical path: posted WQEs do not change until consumed.
+	rqSeen uint32
+	preIdx uint32
+	preOK  bool
+	preLen int
+	pre    [pvrdma.RecvHdrSize + 64*pvrdma.SGESize]byte
 	srq    *srqCtx
 	srqQ   pvrdma.Queue
 	cq     cqView
@@ -276,7 +286,7 @@ func (q *qp) flushSQ() {
 func (q *qp) flushRQ() {
 	h := q.c.h
 	if q.srq != nil {
-		h.raiseEvent(h.self, q.c.idx, verbs.EventQPLastWQEReached, objQP, q.idx, q.gen)
+		h.raiseEvent(h.self, q.c.idx, verbs.EventQPLastWQEReached, objQP, q.idx, q.gen.Load())
 		return
 	}
 	l := spinLock{&q.sh.rqLock}
@@ -341,15 +351,18 @@ type mrCache struct {
 }
 
 func (c *mrCache) get(p *peer, key, pdID uint32, addr, n uint64, need verbs.Access) ([]byte, bool) {
-	if key == c.key && key != 0 && pdID == c.pd && c.access&need == need &&
-		load(&c.e.key) == key && load(&c.e.serial) == c.serial {
-		if addr >= c.addr && n <= uint64(len(c.b)) && addr-c.addr <= uint64(len(c.b))-n {
-			off := addr - c.addr
+	if key == c.key && key != 0 && load(&c.e.key) == key && load(&c.e.serial) == c.serial && pdID == c.pd && c.access&need == need {
+		if off := addr - c.addr; addr >= c.addr && n <= uint64(len(c.b)) && off <= uint64(len(c.b))-n {
 			return c.b[off : off+n : off+n], true
 		}
 		return nil, false
 	}
-	if key>>20 != p.slot {
+	return c.fill(p, key, pdID, addr, n, need)
+}
+
+// fill looks a key up in p's memory-region table and caches the region.
+func (c *mrCache) fill(p *peer, key, pdID uint32, addr, n uint64, need verbs.Access) ([]byte, bool) {
+	if key>>20 != p.slot || key == 0 {
 		return nil, false
 	}
 	e := &p.tab.mrs[(key>>8)&(maxMRs-1)]
@@ -621,6 +634,7 @@ func (q *qp) deliver(r *remote, w pvrdma.SendWQE, op pvrdma.Opcode, length uint6
 		e.Opcode = pvrdma.WCOpRecvRDMAWithImm
 		e.ByteLen = uint32(length)
 		h.postCQE(&r.cq, &e, solicited)
+		q.prefetchRecv(r)
 		return ok(uint32(length))
 	}
 	fail := func(recv, req verbs.WCStatus) result {
@@ -669,6 +683,7 @@ func (q *qp) deliver(r *remote, w pvrdma.SendWQE, op pvrdma.Opcode, length uint6
 		e.NetworkHdrType = q.netType(w.AV().GIDIndex)
 	}
 	h.postCQE(&r.cq, &e, solicited)
+	q.prefetchRecv(r)
 	return ok(uint32(length))
 }
 
@@ -680,16 +695,27 @@ func (q *qp) takeRecv(r *remote) (rw pvrdma.RecvWQE, nsge int, okw, limitHit boo
 	defer r.rqLock.unlock()
 	queue := &r.rq
 	maxSGE := int(r.ctx.maxRecvSGE)
+	single := r.srq == nil && q.typ == verbs.RC
 	if r.srq != nil {
 		queue = &r.srqQ
 		maxSGE = int(r.srq.maxSGE)
 	}
 	head := queue.Consumer()
-	tail := queue.Producer()
+	tail := r.rqSeen
+	if !single || head == tail {
+		tail = queue.Producer()
+		r.rqSeen = tail
+	}
 	if !queue.Valid(head) || !queue.Valid(tail) || head == tail {
 		return nil, 0, false, false
 	}
-	wqe := queue.WQE(head)
+	var wqe []byte
+	if single && r.preOK && r.preIdx == head {
+		wqe = r.pre[:r.preLen]
+	} else {
+		wqe = queue.WQE(head)
+	}
+	r.preOK = false
 	nsge = int(binary.LittleEndian.Uint32(wqe[8:]))
 	okw = nsge <= maxSGE && pvrdma.RecvHdrSize+nsge*pvrdma.SGESize <= min(len(wqe), len(q.rwqe))
 	if !okw {
@@ -704,6 +730,30 @@ func (q *qp) takeRecv(r *remote) (rw pvrdma.RecvWQE, nsge int, okw, limitHit boo
 		}
 	}
 	return pvrdma.RecvWQE(q.rwqe[:n]), nsge, okw, limitHit
+}
+
+// prefetchRecv reads the destination's next receive WQE, if it is posted,
+// after a delivery: the owner is busy with the completion meanwhile.
+func (q *qp) prefetchRecv(r *remote) {
+	if r.srq != nil || q.typ != verbs.RC || !r.valid {
+		return
+	}
+	r.rqLock.lock(q.c.h)
+	head := r.rq.Consumer()
+	if head == r.rqSeen {
+		r.rqSeen = r.rq.Producer()
+	}
+	if r.rq.Valid(head) && r.rq.Valid(r.rqSeen) && head != r.rqSeen {
+		w := r.rq.WQE(head)
+		n := min(len(w), len(r.pre))
+		if k := int(binary.LittleEndian.Uint32(w[8:])); pvrdma.RecvHdrSize+k*pvrdma.SGESize <= n {
+			n = pvrdma.RecvHdrSize + k*pvrdma.SGESize
+		}
+		r.preLen = copy(r.pre[:], w[:n])
+		r.preIdx = head
+		r.preOK = true
+	}
+	r.rqLock.unlock()
 }
 
 // scatter writes a message into the SGEs of a receive WQE, in order.

@@ -166,12 +166,12 @@ func (h *host) close() {
 	close(h.done)
 	h.ln.Close()
 	h.eng.stop()
-	h.wg.Wait()
 	for i := range h.peers {
 		if p := h.peers[i].Load(); p != nil {
-			p.close()
+			p.close() // ends its watcher goroutine
 		}
 	}
+	h.wg.Wait()
 	h.arena.release()
 	for _, s := range h.segs.all() {
 		s.release()
@@ -205,7 +205,7 @@ func (h *host) quiesce() {
 	for i := range h.qps {
 		if q := h.qps[i].Load(); q != nil {
 			q.LockSend()
-			q.UnlockSend() //nolint:staticcheck // an empty critical section is the point
+			q.UnlockSend()
 		}
 	}
 }

@@ -2,6 +2,7 @@ package emu
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pvperf/pvperf/internal/unix"
@@ -18,7 +19,7 @@ type qp struct {
 	idx    uint32
 	handle uint32
 	qpn    uint32
-	gen    uint32
+	gen    atomic.Uint32 // identity of the QP context; changes on reset
 	typ    verbs.QPType
 	scq    *cq
 	rcq    *cq
@@ -213,7 +214,7 @@ func (p *pd) CreateQP(init verbs.QPInit) (verbs.QP, error) {
 	store(&sh.flush, 0)
 	sh.ctx = c.idx
 	sh.handle = q.handle
-	q.gen = newGen(&sh.gen)
+	q.gen.Store(newGen(&sh.gen))
 	c.qpt.Set(q.handle, q.qpn)
 	h.qps[idx].Store(q)
 	return q, nil
@@ -330,7 +331,7 @@ func (q *qp) Modify(attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
 		return c.err(op, errModifyClosed)
 	}
 	cur := q.state()
-	if mask&verbs.AttrCurState != 0 && attr.CurState != cur && !(cur == verbs.StateErr || cur == verbs.StateSQE) {
+	if mask&verbs.AttrCurState != 0 && attr.CurState != cur && cur != verbs.StateErr && cur != verbs.StateSQE {
 		return bad("current state is %v, not %v", cur, attr.CurState)
 	}
 	next := cur
@@ -442,7 +443,7 @@ func (q *qp) Modify(attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
 		q.timerSeq++
 	case verbs.StateSQD:
 		if a.SQDrainNotify && cur == verbs.StateRTS {
-			c.h.raiseEvent(c.h.self, c.idx, verbs.EventSQDrained, objQP, q.idx, q.gen)
+			c.h.raiseEvent(c.h.self, c.idx, verbs.EventSQDrained, objQP, q.idx, q.gen.Load())
 		}
 	}
 	store(&sh.state, uint32(next))
@@ -522,6 +523,7 @@ func (q *qp) reset() {
 	q.QP.SetState(verbs.StateReset) // empties both rings
 	store(&q.sh.rqPSN, 0)
 	store(&q.sh.flush, 0)
+	q.gen.Store(newGen(&q.sh.gen)) // requesters' cached view of the queues is stale
 	l.unlock()
 	q.purgeCQs()
 }
@@ -551,7 +553,7 @@ func (q *qp) Close() error {
 	q.timerSeq++
 	q.stalled = false
 	store(&q.sh.state, uint32(verbs.StateReset))
-	store(&q.sh.gen, q.gen+1)
+	store(&q.sh.gen, q.gen.Load()+1)
 	q.UnlockSend()
 	h.qps[q.idx].Store(nil)
 	h.quiesce()

@@ -99,7 +99,9 @@ type cqCtx struct {
 	overflow uint32 // atomic
 	ctx      uint32
 	handle   uint32
-	_        [84]byte
+	tail     uint32 // the device's copy of prod_tail (under lock)
+	head     uint32 // cons_head as last read: the consumer only moves it forward (under lock)
+	_        [76]byte
 }
 
 type srqCtx struct {
@@ -130,12 +132,11 @@ type mrEntry struct {
 }
 
 type chanCtx struct {
-	gen  uint32
 	lock uint32
 	seq  uint32 // futex word, bumped for every notification (atomic)
 	head uint32
 	tail uint32
-	_    [44]byte
+	_    [48]byte
 	ring [chanRing]uint32 // CQ indices
 }
 
@@ -157,16 +158,19 @@ type asyncCtx struct {
 	ring [asyncRing]asyncEvent
 }
 
-// Offsets of the tables inside segment 0.
+// Offsets of the tables inside segment 0. Each table starts at a different
+// cache-line offset within its page ("colouring"): page-aligned tables would
+// put entry 0 of every table, the ring states and page-aligned user buffers
+// in the same L1 set, and the hot path touches all of them.
 var (
 	offHeader   = 0
-	offDevs     = pageSize
-	offQPs      = align(offDevs+maxEmuDevs*int(unsafe.Sizeof(devInfo{})), pageSize)
-	offCQs      = align(offQPs+maxQPs*int(unsafe.Sizeof(qpCtx{})), pageSize)
-	offSRQs     = align(offCQs+maxCQs*int(unsafe.Sizeof(cqCtx{})), pageSize)
-	offMRs      = align(offSRQs+maxSRQs*int(unsafe.Sizeof(srqCtx{})), pageSize)
-	offChannels = align(offMRs+maxMRs*int(unsafe.Sizeof(mrEntry{})), pageSize)
-	offAsync    = align(offChannels+maxChannels*int(unsafe.Sizeof(chanCtx{})), pageSize)
+	offDevs     = pageSize + 1*64
+	offQPs      = align(offDevs+maxEmuDevs*int(unsafe.Sizeof(devInfo{})), pageSize) + 3*64
+	offCQs      = align(offQPs+maxQPs*int(unsafe.Sizeof(qpCtx{})), pageSize) + 9*64
+	offSRQs     = align(offCQs+maxCQs*int(unsafe.Sizeof(cqCtx{})), pageSize) + 15*64
+	offMRs      = align(offSRQs+maxSRQs*int(unsafe.Sizeof(srqCtx{})), pageSize) + 21*64
+	offChannels = align(offMRs+maxMRs*int(unsafe.Sizeof(mrEntry{})), pageSize) + 27*64
+	offAsync    = align(offChannels+maxChannels*int(unsafe.Sizeof(chanCtx{})), pageSize) + 33*64
 	tableSize   = align(offAsync+maxContexts*int(unsafe.Sizeof(asyncCtx{})), pageSize)
 )
 

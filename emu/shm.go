@@ -1,7 +1,6 @@
 package emu
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -199,8 +198,6 @@ type chunk struct {
 type extent struct{ off, n int }
 
 const arenaChunk = 8 << 20
-
-var errNoMemory = errors.New("out of memory")
 
 func (a *arena) alloc(n int) (span, error) {
 	n = (n + pageSize - 1) &^ (pageSize - 1)

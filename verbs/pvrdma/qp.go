@@ -69,20 +69,28 @@ type QPConfig struct {
 // use: posts to the send queue are serialized by one lock and posts to the
 // receive queue by another, as in rdma-core's provider.
 type QP struct {
+	_      pad
 	smu    mmio.SpinLock
 	sq     Queue
+	uar    UAR
+	res    Resolver
+	handle uint32
+	typ    verbs.QPType
+	atom   bool
+	srq    bool
+	closed bool // under both locks
+	cap    verbs.QPCap
+	_      pad
 	rmu    mmio.SpinLock
 	rq     Queue
 	state  atomic.Uint32
-	handle uint32
-	typ    verbs.QPType
-	cap    verbs.QPCap
-	srq    bool
-	atom   bool
-	uar    UAR
-	res    Resolver
-	closed bool // under both locks
+	_      pad
 }
+
+// pad keeps the fields that one thread writes on the hot path (a lock and
+// the ring it guards) off the cache lines of other objects: two QPs or CQs
+// polled by two threads must not share a line.
+type pad [64]byte
 
 // NewQP builds the driver side of a QP over its buffers.
 func NewQP(c QPConfig) *QP {

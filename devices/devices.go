@@ -1,0 +1,74 @@
+// Package devices lists the RDMA devices of the machine, real and emulated,
+// and opens them by name. It is the one place that knows every backend:
+// programs and the benchmark engine see only package verbs.
+//
+// Kernel devices come first, in the order the kernel lists them under
+// /sys/class/infiniband; emulated devices (package emu, configured by
+// PVPERF_EMU) follow. So with no kernel RDMA device the first device is emu0,
+// and every tool works on any Linux machine without root.
+//
+// The functions are safe for concurrent use; opened contexts belong to the
+// caller, who closes them.
+package devices
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/pvperf/pvperf/emu"
+	"github.com/pvperf/pvperf/internal/unix"
+	"github.com/pvperf/pvperf/verbs"
+)
+
+// ErrNoDevice is returned when there is no device at all, or none with the
+// requested name.
+var ErrNoDevice = errors.New("no such RDMA device")
+
+// kernelDevices lists the kernel's RDMA devices. The backend for real
+// devices (sysfs discovery and /dev/infiniband/uverbsN, without cgo) plugs
+// in here; until it exists there are none.
+var kernelDevices = func() ([]verbs.Device, error) { return nil, nil }
+
+// List returns every device: kernel devices, then emulated ones.
+func List() ([]verbs.Device, error) {
+	k, err := kernelDevices()
+	if err != nil {
+		return nil, fmt.Errorf("list kernel rdma devices: %w", err)
+	}
+	e, err := emu.Devices()
+	if err != nil {
+		return nil, fmt.Errorf("list emulated rdma devices: %w", err)
+	}
+	return append(k, e...), nil
+}
+
+// Find returns the device called name, or the first device when name is
+// empty.
+func Find(name string) (verbs.Device, error) {
+	list, err := List()
+	if err != nil {
+		return nil, err
+	}
+	if len(list) == 0 {
+		return nil, fmt.Errorf("find rdma device: %w: %w", ErrNoDevice, unix.ENODEV)
+	}
+	if name == "" {
+		return list[0], nil
+	}
+	for _, d := range list {
+		if d.Name() == name {
+			return d, nil
+		}
+	}
+	return nil, fmt.Errorf("find rdma device %q: %w: %w", name, ErrNoDevice, unix.ENODEV)
+}
+
+// Open finds the device called name (the first one when name is empty) and
+// opens it.
+func Open(name string) (verbs.Context, error) {
+	d, err := Find(name)
+	if err != nil {
+		return nil, err
+	}
+	return d.Open()
+}

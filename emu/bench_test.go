@@ -1,0 +1,561 @@
+package emu
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/pvperf/pvperf/internal/unix"
+	"github.com/pvperf/pvperf/verbs"
+)
+
+// The benchmarks of the emulated device, each beside a plain baseline
+// measured in the same run:
+//
+//   - BenchmarkWriteBW: RDMA WRITE of 64 KiB on one RC QP, against copy() of
+//     64 KiB between two buffers (metric of_copy: emulator / copy).
+//   - BenchmarkWriteRate: RDMA WRITE of 2 bytes, every 100th signalled, in
+//     messages per second (Mmsg/s).
+//   - BenchmarkPingPong: SEND/RECV ping-pong of 2 bytes between two
+//     goroutines on two OS threads, against a bare atomic-flag ping-pong
+//     (metric x_bare: emulator half round trip / bare half round trip).
+//   - BenchmarkTwoProcess: the same write bandwidth and ping-pong between
+//     two processes through shared memory (the peer is this test binary
+//     started again), against copy() and an atomic flag in a shared page.
+
+const (
+	benchChildEnv = "PVPERF_EMU_BENCH_CHILD"
+	benchPSN      = 0x1234
+)
+
+// endpoint is one side of a benchmark connection: a QP, its CQs and a
+// registered buffer.
+type endpoint struct {
+	ctx verbs.Context
+	pd  verbs.PD
+	mem verbs.Memory
+	mr  verbs.MR
+	scq verbs.CQ
+	rcq verbs.CQ
+	qp  verbs.QP
+	gid verbs.GID
+}
+
+// peerInfo is what two endpoints exchange out of band, as perftest does.
+type peerInfo struct {
+	QPN  uint32
+	PSN  uint32
+	GID  verbs.GID
+	RKey uint32
+	Addr uint64
+}
+
+func newEndpoint(tb testing.TB, ctx verbs.Context, size int) *endpoint {
+	tb.Helper()
+	e := &endpoint{ctx: ctx}
+	var err error
+	must := func(err error) {
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+	e.pd, err = ctx.AllocPD()
+	must(err)
+	e.mem, err = ctx.AllocMemory(size)
+	must(err)
+	e.mr, err = e.pd.RegMR(e.mem.Bytes(), verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead)
+	must(err)
+	e.scq, err = ctx.CreateCQ(verbs.CQInit{Entries: 256})
+	must(err)
+	e.rcq, err = ctx.CreateCQ(verbs.CQInit{Entries: 256})
+	must(err)
+	e.qp, err = e.pd.CreateQP(verbs.QPInit{Type: verbs.RC, SendCQ: e.scq, RecvCQ: e.rcq,
+		Cap: verbs.QPCap{MaxSendWR: 128, MaxRecvWR: 128, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	must(err)
+	g, err := ctx.QueryGID(1, 0)
+	must(err)
+	e.gid = g.GID
+	return e
+}
+
+func (e *endpoint) info() peerInfo {
+	return peerInfo{QPN: e.qp.Num(), PSN: benchPSN, GID: e.gid, RKey: e.mr.RKey(), Addr: e.mr.Addr()}
+}
+
+// connect moves the QP through INIT, RTR and RTS towards the peer, with the
+// attributes perftest uses.
+func (e *endpoint) connect(p peerInfo) error {
+	acc := verbs.AccessLocalWrite | verbs.AccessRemoteWrite | verbs.AccessRemoteRead
+	if err := e.qp.Modify(&verbs.QPAttr{State: verbs.StateInit, Port: 1, Access: acc},
+		verbs.AttrState|verbs.AttrPKeyIndex|verbs.AttrPort|verbs.AttrAccessFlags); err != nil {
+		return err
+	}
+	if err := e.qp.Modify(&verbs.QPAttr{State: verbs.StateRTR, PathMTU: verbs.MTU1024, DestQPN: p.QPN, RQPSN: p.PSN,
+		MaxDestRdAtomic: 1, MinRNRTimer: 12, AH: verbs.AHAttr{IsGlobal: true, Port: 1, GRH: verbs.GRH{DGID: p.GID, HopLimit: 64}}},
+		verbs.AttrState|verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|verbs.AttrRQPSN|verbs.AttrMaxDestRdAtomic|verbs.AttrMinRNRTimer); err != nil {
+		return err
+	}
+	return e.qp.Modify(&verbs.QPAttr{State: verbs.StateRTS, SQPSN: benchPSN, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 1},
+		verbs.AttrState|verbs.AttrTimeout|verbs.AttrRetryCnt|verbs.AttrRNRRetry|verbs.AttrSQPSN|verbs.AttrMaxQPRdAtomic)
+}
+
+func (e *endpoint) close() {
+	for _, c := range []interface{ Close() error }{e.qp, e.scq, e.rcq, e.mr, e.mem, e.pd} {
+		_ = c.Close()
+	}
+}
+
+func openBench(tb testing.TB) verbs.Context {
+	tb.Helper()
+	d, err := NewDevice("emu0", DefaultConfig())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, err := d.Open()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ctx
+}
+
+// writeLoop posts n RDMA writes of size bytes from local offset 0 to the
+// peer, perftest style: at most depth outstanding, every cqMod-th and the
+// last one signalled. It returns the elapsed time.
+func writeLoop(tb testing.TB, e *endpoint, p peerInfo, size, n, depth, cqMod int) time.Duration {
+	sge := []verbs.SGE{{Addr: e.mr.Addr(), Length: uint32(size), LKey: e.mr.LKey()}}
+	wr := []verbs.SendWR{{Opcode: verbs.OpRDMAWrite, SGL: sge, RemoteAddr: p.Addr, RKey: p.RKey}}
+	wc := make([]verbs.WC, 16)
+	posted, completed, sinceSignal := 0, 0, 0
+	start := time.Now()
+	for completed < n {
+		for posted < n && posted-completed < depth {
+			sinceSignal++
+			wr[0].Flags = 0
+			if sinceSignal == cqMod || posted == n-1 {
+				wr[0].Flags = verbs.SendSignaled
+				sinceSignal = 0
+			}
+			if _, err := e.qp.PostSend(wr); err != nil {
+				tb.Fatal(err)
+			}
+			posted++
+		}
+		k, err := e.scq.Poll(wc)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for i := range k {
+			if err := wc[i].Err(); err != nil {
+				tb.Fatal(err)
+			}
+			completed = min(completed+cqMod, posted)
+		}
+	}
+	return time.Since(start)
+}
+
+// copyBW measures copy() of size bytes between two buffers, in bytes/s,
+// for about d.
+func copyBW(size int, d time.Duration) float64 {
+	src := make([]byte, size)
+	dst := make([]byte, size)
+	n := 0
+	start := time.Now()
+	for time.Since(start) < d {
+		for range 64 {
+			copy(dst, src)
+		}
+		n += 64
+	}
+	return float64(n*size) / time.Since(start).Seconds()
+}
+
+func BenchmarkWriteBW(b *testing.B) {
+	const size = 65536
+	b.Run("copy/size=65536", func(b *testing.B) {
+		src := make([]byte, size)
+		dst := make([]byte, size)
+		b.SetBytes(size)
+		for b.Loop() {
+			copy(dst, src)
+		}
+	})
+	b.Run("emu/size=65536", func(b *testing.B) {
+		ctx := openBench(b)
+		defer ctx.Close()
+		a, t := newEndpoint(b, ctx, 1<<20), newEndpoint(b, ctx, 1<<20)
+		defer a.close()
+		defer t.close()
+		if err := a.connect(t.info()); err != nil {
+			b.Fatal(err)
+		}
+		if err := t.connect(a.info()); err != nil {
+			b.Fatal(err)
+		}
+		base := copyBW(size, 100*time.Millisecond)
+		b.SetBytes(size)
+		b.ResetTimer()
+		el := writeLoop(b, a, t.info(), size, b.N, 128, 1)
+		b.StopTimer()
+		base = (base + copyBW(size, 100*time.Millisecond)) / 2
+		b.ReportMetric(float64(b.N)*size/el.Seconds()/base, "of_copy")
+	})
+}
+
+func BenchmarkWriteRate(b *testing.B) {
+	ctx := openBench(b)
+	defer ctx.Close()
+	a, t := newEndpoint(b, ctx, 1<<20), newEndpoint(b, ctx, 1<<20)
+	defer a.close()
+	defer t.close()
+	if err := a.connect(t.info()); err != nil {
+		b.Fatal(err)
+	}
+	if err := t.connect(a.info()); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("size=2/cq_mod=100", func(b *testing.B) {
+		el := writeLoop(b, a, t.info(), 2, b.N, 128, 100)
+		b.ReportMetric(float64(b.N)/el.Seconds()/1e6, "Mmsg/s")
+	})
+}
+
+// pingPong runs n SEND/RECV round trips of 2 bytes; the initiator sends
+// first. Each side sends, then reposts the receive it consumed after its
+// own send (off the round trip), and reaps its send completion.
+func pingPong(tb testing.TB, e *endpoint, n int, initiator bool) {
+	send := []verbs.SendWR{{Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
+		SGL: []verbs.SGE{{Addr: e.mr.Addr(), Length: 2, LKey: e.mr.LKey()}}}}
+	recv := []verbs.RecvWR{{SGL: []verbs.SGE{{Addr: e.mr.Addr() + 4096, Length: 64, LKey: e.mr.LKey()}}}}
+	wc := make([]verbs.WC, 4)
+	poll := func(cq verbs.CQ) {
+		for {
+			k, err := cq.Poll(wc)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			if k > 0 {
+				if err := wc[0].Err(); err != nil {
+					tb.Fatal(err)
+				}
+				return
+			}
+		}
+	}
+	post := func() {
+		if _, err := e.qp.PostSend(send); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for i := 0; i < n; i++ {
+		if initiator {
+			post()
+			poll(e.rcq)
+		} else {
+			poll(e.rcq)
+			post()
+		}
+		if _, err := e.qp.PostRecv(recv); err != nil {
+			tb.Fatal(err)
+		}
+		poll(e.scq)
+	}
+}
+
+func prepostRecvs(tb testing.TB, e *endpoint, n int) {
+	recv := []verbs.RecvWR{{SGL: []verbs.SGE{{Addr: e.mr.Addr() + 4096, Length: 64, LKey: e.mr.LKey()}}}}
+	for range n {
+		if _, err := e.qp.PostRecv(recv); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// barePingPong measures the half round trip of two threads bouncing a
+// counter in word through atomic stores, for n round trips; other runs in
+// its own goroutine. It is the floor any ping-pong through memory can reach.
+func barePingPong(word *uint64, n int, first bool) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for i := uint64(0); i < uint64(n); i++ {
+		if first {
+			atomic.StoreUint64(word, 2*i+1)
+			for atomic.LoadUint64(word) != 2*i+2 {
+			}
+		} else {
+			for atomic.LoadUint64(word) != 2*i+1 {
+			}
+			atomic.StoreUint64(word, 2*i+2)
+		}
+	}
+}
+
+func bareHalfRTT(n int) time.Duration {
+	var w uint64
+	done := make(chan struct{})
+	go func() { barePingPong(&w, n, false); close(done) }()
+	start := time.Now()
+	barePingPong(&w, n, true)
+	<-done
+	return time.Since(start) / time.Duration(2*n)
+}
+
+func BenchmarkPingPong(b *testing.B) {
+	b.Run("bare", func(b *testing.B) {
+		b.ReportMetric(float64(bareHalfRTT(b.N).Nanoseconds()), "ns/halfrtt")
+	})
+	b.Run("emu/size=2", func(b *testing.B) {
+		ctx := openBench(b)
+		defer ctx.Close()
+		x, y := newEndpoint(b, ctx, 1<<16), newEndpoint(b, ctx, 1<<16)
+		defer x.close()
+		defer y.close()
+		if err := x.connect(y.info()); err != nil {
+			b.Fatal(err)
+		}
+		if err := y.connect(x.info()); err != nil {
+			b.Fatal(err)
+		}
+		prepostRecvs(b, x, 8)
+		prepostRecvs(b, y, 8)
+		base := bareHalfRTT(100000)
+		done := make(chan struct{})
+		n := b.N
+		b.ResetTimer()
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			pingPong(b, y, n, false)
+			close(done)
+		}()
+		runtime.LockOSThread()
+		pingPong(b, x, n, true)
+		runtime.UnlockOSThread()
+		<-done
+		b.StopTimer()
+		half := float64(b.Elapsed().Nanoseconds()) / float64(2*n)
+		base = (base + bareHalfRTT(100000)) / 2
+		b.ReportMetric(half, "ns/halfrtt")
+		b.ReportMetric(half/float64(base.Nanoseconds()), "x_bare")
+	})
+}
+
+// The two-process benchmarks start this test binary again as the peer.
+// The child opens emu0, prints its endpoint as a JSON line, reads the
+// parent's, connects, and then serves the role it was started for until
+// its standard input closes.
+
+func init() {
+	role := os.Getenv(benchChildEnv)
+	if role == "" {
+		return
+	}
+	os.Exit(benchChild(role))
+}
+
+func benchChild(role string) int {
+	fail := func(err error) int { fmt.Fprintln(os.Stderr, "bench child:", err); return 1 }
+	switch role {
+	case "bare":
+		// The shared page is descriptor 3; bounce the counter n times.
+		var n int
+		if _, err := fmt.Fscan(os.Stdin, &n); err != nil {
+			return fail(err)
+		}
+		page, err := unix.MmapFile(3, 4096)
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Println("ready")
+		barePingPong((*uint64)(unsafe.Pointer(&page[0])), n, false)
+		return 0
+	case "write", "pingpong":
+	default:
+		return fail(fmt.Errorf("unknown role %q", role))
+	}
+	tb := &childTB{}
+	ctx := openBench(tb)
+	e := newEndpoint(tb, ctx, 1<<20)
+	if tb.err != nil {
+		return fail(tb.err)
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(e.info()); err != nil {
+		return fail(err)
+	}
+	in := bufio.NewReader(os.Stdin)
+	var p peerInfo
+	line, err := in.ReadBytes('\n')
+	if err != nil {
+		return fail(err)
+	}
+	if err := json.Unmarshal(line, &p); err != nil {
+		return fail(err)
+	}
+	if err := e.connect(p); err != nil {
+		return fail(err)
+	}
+	if role == "pingpong" {
+		prepostRecvs(tb, e, 8)
+		fmt.Println("ready")
+		var n int
+		if _, err := fmt.Fscan(in, &n); err != nil {
+			return fail(err)
+		}
+		runtime.LockOSThread()
+		pingPong(tb, e, n, false)
+		if tb.err != nil {
+			return fail(tb.err)
+		}
+	} else {
+		fmt.Println("ready")
+	}
+	_, _ = io.Copy(io.Discard, in) // serve until the parent is done
+	return 0
+}
+
+// childTB lets the benchmark helpers run outside a test.
+type childTB struct {
+	testing.TB
+	err error
+}
+
+func (c *childTB) Helper() {}
+func (c *childTB) Fatal(args ...any) {
+	c.err = fmt.Errorf("%v", fmt.Sprint(args...))
+	fmt.Fprintln(os.Stderr, "bench child:", c.err)
+	os.Exit(1)
+}
+
+// startChild starts the peer process in role and returns its pipes.
+func startChild(tb testing.TB, role string, extra ...*os.File) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), benchChildEnv+"="+role)
+	cmd.Stderr = os.Stderr
+	cmd.ExtraFiles = extra
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		_ = in.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	})
+	return cmd, in, bufio.NewReader(out)
+}
+
+func expectLine(tb testing.TB, r *bufio.Reader, want string) {
+	tb.Helper()
+	line, err := r.ReadString('\n')
+	if err != nil || line != want+"\n" {
+		tb.Fatalf("peer process said %q (%v), want %q", line, err, want)
+	}
+}
+
+// connectChild exchanges endpoints with a child started in role.
+func connectChild(tb testing.TB, e *endpoint, role string) (peerInfo, io.WriteCloser, *bufio.Reader) {
+	tb.Helper()
+	_, in, out := startChild(tb, role)
+	var p peerInfo
+	line, err := out.ReadBytes('\n')
+	if err != nil {
+		tb.Fatalf("peer process: %v", err)
+	}
+	if err := json.Unmarshal(line, &p); err != nil {
+		tb.Fatal(err)
+	}
+	if err := json.NewEncoder(in).Encode(e.info()); err != nil {
+		tb.Fatal(err)
+	}
+	if err := e.connect(p); err != nil {
+		tb.Fatal(err)
+	}
+	expectLine(tb, out, "ready")
+	return p, in, out
+}
+
+// bareHalfRTTProcess measures the bare ping-pong through a page shared
+// with a child process.
+func bareHalfRTTProcess(tb testing.TB, n int) time.Duration {
+	fd, err := unix.MemfdCreate("pvperf-bench", 4096)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f := os.NewFile(uintptr(fd), "shared page")
+	defer f.Close()
+	page, err := unix.MmapFile(fd, 4096)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer unix.Munmap(page)
+	cmd, in, out := startChild(tb, "bare", f)
+	fmt.Fprintln(in, n)
+	expectLine(tb, out, "ready")
+	start := time.Now()
+	barePingPong((*uint64)(unsafe.Pointer(&page[0])), n, true)
+	el := time.Since(start)
+	_ = in.Close()
+	_ = cmd.Wait()
+	return el / time.Duration(2*n)
+}
+
+func BenchmarkTwoProcess(b *testing.B) {
+	b.Run("write/emu/size=65536", func(b *testing.B) {
+		const size = 65536
+		ctx := openBench(b)
+		defer ctx.Close()
+		e := newEndpoint(b, ctx, 1<<20)
+		defer e.close()
+		p, _, _ := connectChild(b, e, "write")
+		base := copyBW(size, 100*time.Millisecond)
+		b.SetBytes(size)
+		b.ResetTimer()
+		el := writeLoop(b, e, p, size, b.N, 128, 1)
+		b.StopTimer()
+		base = (base + copyBW(size, 100*time.Millisecond)) / 2
+		b.ReportMetric(float64(b.N)*size/el.Seconds()/base, "of_copy")
+	})
+	b.Run("pingpong/bare", func(b *testing.B) {
+		b.ReportMetric(float64(bareHalfRTTProcess(b, b.N).Nanoseconds()), "ns/halfrtt")
+	})
+	b.Run("pingpong/emu/size=2", func(b *testing.B) {
+		ctx := openBench(b)
+		defer ctx.Close()
+		e := newEndpoint(b, ctx, 1<<16)
+		defer e.close()
+		_, in, _ := connectChild(b, e, "pingpong")
+		prepostRecvs(b, e, 8)
+		base := bareHalfRTTProcess(b, 100000)
+		fmt.Fprintln(in, b.N)
+		runtime.LockOSThread()
+		b.ResetTimer()
+		pingPong(b, e, b.N, true)
+		b.StopTimer()
+		runtime.UnlockOSThread()
+		half := float64(b.Elapsed().Nanoseconds()) / float64(2*b.N)
+		base = (base + bareHalfRTTProcess(b, 100000)) / 2
+		b.ReportMetric(half, "ns/halfrtt")
+		b.ReportMetric(half/float64(base.Nanoseconds()), "x_bare")
+	})
+}

@@ -1,0 +1,96 @@
+// Package emu is an emulated VMware paravirtual RDMA (PVRDMA) device. It is
+// a device model, not a mock: the driver side of every QP, CQ and SRQ is
+// package pvrdma, which writes real pvrdma WQEs into rings and rings
+// doorbells exactly as it would for a vmw_pvrdma device, and this package is
+// the "hypervisor" behind those doorbells. It reads the WQEs and SGEs, moves
+// the data with copy (the same-host memcpy mode of PVRDMA), performs atomics
+// with atomic instructions on the responder's memory, and writes pvrdma CQEs.
+//
+// # Devices and configuration
+//
+// Devices are named emu0, emu1, ... and configured by the environment
+// variable PVPERF_EMU (see EnvVar); with nothing configured there is one
+// device, emu0, with the unrestricted profile, RoCE v2 and an active MTU of
+// 1024. Profiles:
+//
+//   - pvrdma-hw13 (ESXi 6.5, VM hardware version 13): RoCE v1, RC and UD
+//     queue pairs, at most 3 UD QPs, no SRQ, no inline data, no atomics.
+//   - pvrdma-hw14 (ESXi 6.7 and later, hardware version 14): adds shared
+//     receive queues; RoCE v1 or v2, chosen per device.
+//   - unrestricted: adds UC queue pairs, atomic operations and inline data,
+//     so that every perftest mode can run.
+//
+// The GID table is built like the real device's: index 0 is the link-local
+// GID made from the MAC of the configured interface, then one GID per IPv4
+// address (v4-mapped) and per global IPv6 address. Every GID of a device has
+// the device's RoCE version; RoCE v1 and v2 endpoints do not reach each
+// other, nor do IPv4 and IPv6 RoCE v2 GIDs.
+//
+// # Same-host memcpy, within and across processes
+//
+// Every byte the device can reach (registered memory, queue buffers and the
+// device's object tables) lives in memfd-backed shared memory. Each process
+// that opens an emulated device owns a slot: an abstract Unix socket,
+// private to the user (peers' credentials are checked), through which other
+// processes of the same user map its memory. QP numbers, memory keys and
+// handles are unique across all processes of the user on the host
+// (slot<<12|index for QP numbers). Two processes connect exactly as two
+// perftest instances do, with only the QP number, PSN, GID, rkey and address
+// exchanged out of band. Nothing outlives a process: memfds and abstract
+// sockets vanish with it.
+//
+// # Semantics
+//
+// Work is executed in the thread that rings the send doorbell (under the
+// QP's send lock), as a hypervisor handles the doorbell's MMIO trap. A
+// request that cannot complete yet stalls its send queue; the device retries
+// it later:
+//
+//   - RNR: an RC SEND (or RDMA WRITE with immediate) finding no posted
+//     receive is retried after the responder's min_rnr_timer, rnr_retry
+//     times (7 = forever), then completes with RNR_RETRY_EXC_ERR.
+//   - No response: a responder that does not exist, is not in RTR/RTS/SQD,
+//     is unreachable by route (GIDs, RoCE version) or whose process died, or
+//     a PSN that does not match, means the request is lost. RC retries after
+//     the local ACK timeout (4.096 us * 2^timeout; 0 = forever), retry_cnt
+//     times, then completes with RETRY_EXC_ERR. UC and UD drop the message
+//     and complete successfully.
+//
+// Errors complete with the statuses of real hardware, and an RC error moves
+// both QPs to the error state (UD and UC send errors move the QP to SQE):
+//
+//   - invalid local lkey, PD or bounds: LOC_PROT_ERR; malformed WQE (too many
+//     SGEs, opcode not valid for the QP type): LOC_QP_OP_ERR; atomic whose
+//     local buffer is not 8 bytes: LOC_LEN_ERR; UD message larger than the
+//     port MTU: LOC_LEN_ERR.
+//   - invalid rkey, bounds or MR access rights at the responder:
+//     REM_ACCESS_ERR (responder: QP_ACCESS_ERR event, error state).
+//   - responder QP without the remote access right, READ or atomic with
+//     max_dest_rd_atomic 0, misaligned atomic: REM_INV_REQ_ERR (responder:
+//     QP_REQ_ERR event, error state).
+//   - receive buffer too small: the receiver completes with LOC_LEN_ERR and
+//     the RC requester with REM_INV_REQ_ERR; receive SGE with an invalid lkey:
+//     LOC_PROT_ERR at the receiver, REM_OP_ERR at the requester. The receiver
+//     QP goes to the error state with a QP_FATAL event.
+//   - a QP entering the error state completes all its pending work requests
+//     with WR_FLUSH_ERR (a QP put in error by its peer is flushed when its
+//     owner next polls a CQ, rings a doorbell, or within 20 ms).
+//   - a full CQ loses the completion and raises CQ_ERR on its context.
+//
+// Posting fails at once, as the rdma-core provider's post does, for a QP not
+// ready (send before RTS, receive in RESET), a full queue (ErrQueueFull,
+// ENOMEM), too many SGEs (EINVAL) and opcodes the QP type or profile lacks.
+// Objects must be destroyed children first: closing a PD, CQ, SRQ, memory,
+// channel or context still in use fails with EBUSY.
+//
+// UD receives start with the 40-byte GRH area: an IPv6-style header for
+// RoCE v1 and RoCE v2 over IPv6, and for RoCE v2 over IPv4, 20 zero bytes
+// followed by the IPv4 header. Atomic operations act on the responder's
+// memory in host byte order and return the original value in host order.
+//
+// # Concurrency and close order
+//
+// All objects are safe for concurrent use. Close them children first: QPs,
+// then SRQs, AHs, MRs and CQs, then PDs, memory and completion channels,
+// then the context.
+package emu
