@@ -33,13 +33,13 @@ const (
 	UARCQOffset  = 4
 	UARSRQOffset = 8
 
-	UARHandleMask = 0x00FFFFFF
-	UARQPSend     = 1 << 30
-	UARQPRecv     = 1 << 31
-	UARCQArm      = 1 << 30
-	UARCQArmSol   = 1 << 29
-	UARCQPoll     = 1 << 31
-	UARSRQRecv    = 1 << 30
+	UARHandleMask uint32 = 0x00FFFFFF
+	UARQPSend     uint32 = 1 << 30
+	UARQPRecv     uint32 = 1 << 31
+	UARCQArm      uint32 = 1 << 30
+	UARCQArmSol   uint32 = 1 << 29
+	UARCQPoll     uint32 = 1 << 31
+	UARSRQRecv    uint32 = 1 << 30
 )
 
 // Opcode is pvrdma_wr_opcode. Values 0..6 equal the verbs opcodes.

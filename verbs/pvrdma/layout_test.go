@@ -12,7 +12,7 @@ import (
 func TestABIConstants(t *testing.T) {
 	for _, c := range []struct {
 		name      string
-		got, want int
+		got, want int64
 	}{
 		{"PageSize", PageSize, 4096},
 		{"RingSize (pvrdma_ring)", RingSize, 8},
@@ -27,13 +27,13 @@ func TestABIConstants(t *testing.T) {
 		{"UARQPOffset", UARQPOffset, 0},
 		{"UARCQOffset", UARCQOffset, 4},
 		{"UARSRQOffset", UARSRQOffset, 8},
-		{"UARHandleMask", UARHandleMask, 0x00FFFFFF},
-		{"UARQPSend", UARQPSend, 1 << 30},
-		{"UARQPRecv", UARQPRecv, 1 << 31},
-		{"UARCQArm", UARCQArm, 1 << 30},
-		{"UARCQArmSol", UARCQArmSol, 1 << 29},
-		{"UARCQPoll", UARCQPoll, 1 << 31},
-		{"UARSRQRecv", UARSRQRecv, 1 << 30},
+		{"UARHandleMask", int64(UARHandleMask), 0x00FFFFFF},
+		{"UARQPSend", int64(UARQPSend), 1 << 30},
+		{"UARQPRecv", int64(UARQPRecv), 1 << 31},
+		{"UARCQArm", int64(UARCQArm), 1 << 30},
+		{"UARCQArmSol", int64(UARCQArmSol), 1 << 29},
+		{"UARCQPoll", int64(UARCQPoll), 1 << 31},
+		{"UARSRQRecv", int64(UARSRQRecv), 1 << 30},
 		{"FlagFence", FlagFence, 1},
 		{"FlagSignaled", FlagSignaled, 2},
 		{"FlagSolicited", FlagSolicited, 4},
