@@ -220,11 +220,12 @@ func (h *host) notify(v *cqView) {
 
 // compChannel is a completion channel.
 type compChannel struct {
-	c      *devContext
-	idx    uint32
-	mu     sync.Mutex
-	n      int
-	closed bool
+	c       *devContext
+	idx     uint32
+	mu      sync.Mutex
+	n       int
+	closed  bool
+	waiters sync.WaitGroup // Wait calls in progress
 }
 
 func (c *devContext) CreateCompChannel() (verbs.CompChannel, error) {
@@ -268,6 +269,14 @@ func (ch *compChannel) unchild() {
 
 // Wait blocks until a CQ of the channel has a notification.
 func (ch *compChannel) Wait(ctx context.Context) (verbs.CQ, error) {
+	ch.mu.Lock()
+	if ch.closed {
+		ch.mu.Unlock()
+		return nil, ch.c.err("get cq event", verbs.ErrClosed)
+	}
+	ch.waiters.Add(1) // Close waits for us before the entry is reused
+	ch.mu.Unlock()
+	defer ch.waiters.Done()
 	h := ch.c.h
 	t := &h.tab.chans[ch.idx]
 	l := spinLock{&t.lock}
@@ -310,6 +319,8 @@ func (ch *compChannel) Close() error {
 	ch.closed = true
 	ch.mu.Unlock()
 	h := ch.c.h
+	unix.FutexWake(&h.tab.chans[ch.idx].seq, 1<<30)
+	ch.waiters.Wait()
 	h.chans[ch.idx].Store(nil)
 	h.mu.Lock()
 	h.freeChan = append(h.freeChan, ch.idx)

@@ -88,16 +88,14 @@ func (d *Device) Open() (verbs.Context, error) {
 		PhysState:    5,  // LinkUp
 		LinkLayer:    verbs.LinkEthernet,
 	}
-	di := &h.tab.devs[idx%maxEmuDevs]
-	if idx < maxEmuDevs {
-		di.roce = uint32(d.cfg.RoCE)
-		di.mtu = uint32(d.cfg.MTU)
-		di.ngid = uint32(len(c.gids))
-		for i, g := range c.gids {
-			di.gids[i] = g.GID
-		}
-		store(&di.live, 1)
+	di := &h.tab.devs[idx]
+	di.roce = uint32(d.cfg.RoCE)
+	di.mtu = uint32(d.cfg.MTU)
+	di.ngid = uint32(len(c.gids))
+	for i, g := range c.gids {
+		di.gids[i] = g.GID
 	}
+	store(&di.live, 1)
 	a := &h.tab.async[idx]
 	store(&a.head, 0)
 	store(&a.tail, 0)
@@ -123,8 +121,10 @@ type devContext struct {
 	mac  [6]byte
 	qpt  pvrdma.QPTable
 
-	mu                                      sync.Mutex // guards the counts below and closed
-	closed                                  bool
+	mu      sync.Mutex // guards the counts below and closed
+	closed  bool
+	waiters sync.WaitGroup // AsyncEvent calls in progress
+
 	nPD, nCQ, nChan, nMem, nQP, nUDQP, nSRQ int
 }
 
@@ -181,6 +181,9 @@ func (c *devContext) QueryPort(port int) (verbs.PortAttr, error) {
 }
 
 func (c *devContext) QueryGID(port, index int) (verbs.GIDEntry, error) {
+	if c.isClosed() {
+		return verbs.GIDEntry{}, c.err("query gid", verbs.ErrClosed)
+	}
 	if port != 1 {
 		return verbs.GIDEntry{}, c.err("query gid", verbs.Errorf(unix.EINVAL, "no port %d", port))
 	}
@@ -194,6 +197,9 @@ func (c *devContext) QueryGID(port, index int) (verbs.GIDEntry, error) {
 }
 
 func (c *devContext) GIDTable(port int) ([]verbs.GIDEntry, error) {
+	if c.isClosed() {
+		return nil, c.err("query gid table", verbs.ErrClosed)
+	}
 	if port != 1 {
 		return nil, c.err("query gid table", verbs.Errorf(unix.EINVAL, "no port %d", port))
 	}
@@ -213,9 +219,9 @@ func (c *devContext) Close() error {
 	c.closed = true
 	c.mu.Unlock()
 	h := c.h
-	if c.idx < maxEmuDevs {
-		store(&h.tab.devs[c.idx].live, 0)
-	}
+	unix.FutexWake(&h.tab.async[c.idx].seq, 1<<30)
+	c.waiters.Wait()
+	store(&h.tab.devs[c.idx].live, 0)
 	h.ctxs[c.idx].Store(nil)
 	atomic.AddUint32(&h.tab.async[c.idx].gen, 1)
 	h.mu.Lock()
@@ -293,13 +299,21 @@ func (c *devContext) Resolve(addr uint64, n int) ([]byte, bool) {
 
 // AsyncEvent waits for the next asynchronous event of the context.
 func (c *devContext) AsyncEvent(ctx context.Context) (verbs.AsyncEvent, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return verbs.AsyncEvent{}, c.err("get async event", verbs.ErrClosed)
+	}
+	c.waiters.Add(1) // Close waits for us before the table goes away
+	c.mu.Unlock()
+	defer c.waiters.Done()
 	a := &c.h.tab.async[c.idx]
+	l := spinLock{&a.lock}
 	for {
 		if c.isClosed() {
 			return verbs.AsyncEvent{}, c.err("get async event", verbs.ErrClosed)
 		}
 		seq := load(&a.seq)
-		l := spinLock{&a.lock}
 		l.lock(c.h)
 		if a.head != a.tail {
 			e := a.ring[a.head%asyncRing]

@@ -56,8 +56,9 @@
 //     times, then completes with RETRY_EXC_ERR. UC and UD drop the message
 //     and complete successfully.
 //
-// Errors complete with the statuses of real hardware, and an RC error moves
-// both QPs to the error state (UD and UC send errors move the QP to SQE):
+// Errors complete with the statuses of real hardware and move the
+// requester to the error state (UD and UC send errors move it to SQE);
+// errors the responder detects move the responder to the error state too:
 //
 //   - invalid local lkey, PD or bounds: LOC_PROT_ERR; malformed WQE (too many
 //     SGEs, opcode not valid for the QP type): LOC_QP_OP_ERR; atomic whose

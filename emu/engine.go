@@ -42,10 +42,11 @@ func (t *timerHeap) Pop() any {
 const housekeepingPeriod = 20 * time.Millisecond
 
 func newEngine(h *host) *engine {
-	e := &engine{h: h, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
-	go e.run()
-	return e
+	return &engine{h: h, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 }
+
+// start runs the engine; h.eng must be set first.
+func (e *engine) start() { go e.run() }
 
 func (e *engine) stop() {
 	close(e.quit)

@@ -67,7 +67,7 @@ type remote struct {
 }
 
 func (r *remote) live() bool {
-	return r.valid && !r.p.dead.Load() && load(&r.ctx.gen) == r.gen
+	return r.valid && load(&r.ctx.gen) == r.gen && !r.p.dead.Load() && alive(r.p.tab)
 }
 
 // resolve fills r for destination QP number qpn, or reports false when no
@@ -162,7 +162,7 @@ func route(src *devInfo, sgid uint8, dst *devInfo, dgid verbs.GID) bool {
 	return true
 }
 
-func (q *qp) dev() *devInfo { return &q.c.h.tab.devs[q.c.idx%maxEmuDevs] }
+func (q *qp) dev() *devInfo { return &q.c.h.tab.devs[q.c.idx] }
 
 // execute runs the send queue until it is empty, stalls or fails.
 func (q *qp) execute() {
@@ -183,18 +183,27 @@ func (q *qp) execute() {
 	}
 	for q.sqHead != tail {
 		w := pvrdma.SendWQE(q.dsq.WQE(q.sqHead))
-		r := q.exec1(w)
+		var r result
+		if q.retryDone {
+			// The last transmission's ACK timeout expired too.
+			q.retryDone = false
+			r = failed(verbs.WCRetryExcErr)
+		} else {
+			r = q.exec1(w)
+		}
 		switch r.out {
 		case lost:
 			if q.typ != verbs.RC {
 				r = ok(0) // unreliable: the message is simply gone
 				break
 			}
+			// Wait for the ACK timeout; retry_cnt retransmissions follow
+			// the first transmission, then the request fails.
 			if q.retryLeft == 0 {
-				r = failed(verbs.WCRetryExcErr)
-				break
+				q.retryDone = true
+			} else {
+				q.retryLeft--
 			}
-			q.retryLeft--
 			q.stall(ackTimeout(q.attr.Timeout))
 			q.dsq.SetConsumer(q.sqHead)
 			return
@@ -256,15 +265,24 @@ func (q *qp) sendError() {
 	if next == verbs.StateErr {
 		q.flushAll()
 	} else {
+		q.unstall()
 		q.flushSQ()
 	}
 }
 
 // flushAll completes everything queued with WR_FLUSH_ERR.
 func (q *qp) flushAll() {
+	q.unstall()
 	store(&q.sh.flush, 0)
 	q.flushSQ()
 	q.flushRQ()
+}
+
+// unstall forgets a stalled request and its pending retry.
+func (q *qp) unstall() {
+	q.stalled = false
+	q.retryDone = false
+	q.timerSeq++
 }
 
 func (q *qp) flushSQ() {

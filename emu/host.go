@@ -8,9 +8,11 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/pvperf/pvperf/internal/unix"
 )
@@ -136,6 +138,14 @@ func newHost() (*host, error) {
 	h.tab.hdr.incarnation = h.incarnation
 	h.segs.put(table)
 	h.nextSeg.Store(1)
+	h.wg.Add(1)
+	keeper := make(chan error)
+	go h.keep(keeper)
+	if err := <-keeper; err != nil {
+		h.ln.Close()
+		table.release()
+		return nil, fmt.Errorf("emu: liveness word: %w", err)
+	}
 	h.self = &peer{h: h, slot: h.slot, tab: h.tab, segs: &h.segs, self: true}
 
 	for i := maxQPs - 1; i >= 0; i-- {
@@ -157,10 +167,37 @@ func newHost() (*host, error) {
 		h.freeCtx = append(h.freeCtx, uint32(i))
 	}
 	h.eng = newEngine(h)
+	h.eng.start()
 	h.wg.Add(1)
 	go h.serve()
 	return h, nil
 }
+
+// keep runs on a thread of its own for the host's lifetime and registers
+// the table's owner word as a robust futex of that thread, so that the
+// kernel marks it when the process dies.
+func (h *host) keep(ready chan<- error) {
+	defer h.wg.Done()
+	runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+	hdr := h.tab.hdr
+	store(&hdr.owner, uint32(unix.Gettid()))
+	head := uintptr(unsafe.Pointer(&hdr.robustHead))
+	entry := uintptr(unsafe.Pointer(&hdr.robustEntry))
+	hdr.robustHead[0] = uint64(entry)
+	hdr.robustHead[1] = uint64(uintptr(unsafe.Pointer(&hdr.owner)) - entry)
+	hdr.robustEntry = uint64(head)
+	if err := unix.SetRobustList(head); err != nil {
+		ready <- err
+		return
+	}
+	ready <- nil
+	<-h.done
+	_ = unix.SetRobustList(0)
+	store(&hdr.owner, unix.FutexOwnerDied)
+}
+
+// alive reports whether the process owning a mapped table still runs.
+func alive(t tables) bool { return load(&t.hdr.owner)&unix.FutexOwnerDied == 0 }
 
 func (h *host) close() {
 	close(h.done)
@@ -280,7 +317,14 @@ func (h *host) handle(c *net.UnixConn) {
 		id := binary.LittleEndian.Uint32(buf[1:5])
 		var reply [9]byte
 		s := h.segs.get(id)
-		if s == nil || s.fd < 0 {
+		if s == nil {
+			reply[0] = 1
+			_, _ = c.Write(reply[:])
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.fd < 0 {
 			reply[0] = 1
 			_, _ = c.Write(reply[:])
 			return
@@ -311,7 +355,10 @@ func (h *host) peer(slot uint32) (*peer, error) {
 		return nil, errUnreachable
 	}
 	if p := h.peers[slot].Load(); p != nil && !p.dead.Load() {
-		return p, nil
+		if alive(p.tab) {
+			return p, nil
+		}
+		p.dead.Store(true)
 	}
 	h.peersMu.Lock()
 	defer h.peersMu.Unlock()
@@ -372,7 +419,7 @@ func (h *host) dial(slot uint32) (*peer, error) {
 		return nil, errUnreachable
 	}
 	p.tab = viewTables(table.mem)
-	if p.tab.hdr.magic != tableMagic || p.tab.hdr.version != tableVersion || p.tab.hdr.slot != slot {
+	if p.tab.hdr.magic != tableMagic || p.tab.hdr.version != tableVersion || p.tab.hdr.slot != slot || !alive(p.tab) {
 		w.Close()
 		table.release()
 		return nil, errUnreachable

@@ -42,6 +42,7 @@ type qp struct {
 	rnrLeft   int
 	retryLeft int
 	stalled   bool
+	retryDone bool // the last retransmission was lost too
 	timerSeq  uint64
 	rem       remote
 	ud        remote  // last UD destination
@@ -439,8 +440,7 @@ func (q *qp) Modify(attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
 			q.sqPSN = a.SQPSN
 		}
 		q.rnrLeft, q.retryLeft = int(a.RNRRetry), int(a.RetryCnt)
-		q.stalled = false
-		q.timerSeq++
+		q.unstall()
 	case verbs.StateSQD:
 		if a.SQDrainNotify && cur == verbs.StateRTS {
 			c.h.raiseEvent(c.h.self, c.idx, verbs.EventSQDrained, objQP, q.idx, q.gen.Load())
@@ -513,8 +513,7 @@ func (q *qp) reset() {
 	q.LockSend()
 	store(&q.sh.state, uint32(verbs.StateReset))
 	q.sqHead = 0
-	q.stalled = false
-	q.timerSeq++
+	q.unstall()
 	q.rem = remote{}
 	q.ud = remote{}
 	q.UnlockSend()

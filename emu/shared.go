@@ -25,7 +25,7 @@ const (
 	maxMRs      = 4096
 	maxChannels = 64
 	maxContexts = 64
-	maxEmuDevs  = 16
+	maxEmuDevs  = maxContexts // one device entry per context
 	maxGIDs     = 16
 
 	chanRing  = 1024 // pending notifications per completion channel
@@ -42,7 +42,16 @@ type tableHeader struct {
 	slot        uint32
 	incarnation uint64 // random, tells a reused slot from its previous owner
 	attention   uint32 // bumped by peers that left work for the owner (atomic)
-	_           [36]byte
+	// owner is a robust futex word holding the thread ID of the process's
+	// keeper thread: when the process dies the kernel sets FutexOwnerDied
+	// in it, so peers learn of the death with one load, before any
+	// socket tells them.
+	owner uint32
+	// The keeper thread's robust list: head {next, futex_offset,
+	// list_op_pending} and one entry {next}, whose futex is owner.
+	robustHead  [3]uint64
+	robustEntry uint64
+	_           [512 - 64]byte
 }
 
 // devInfo is what a peer needs to know about an emulated device to route

@@ -18,7 +18,8 @@ import (
 // memfd and address it by (segment id, offset).
 type segment struct {
 	id   uint32
-	fd   int // -1 for a peer's mapping once its descriptor is closed
+	mu   sync.Mutex // guards fd against the peer server sending it
+	fd   int        // -1 for a peer's mapping once its descriptor is closed
 	mem  []byte
 	base uintptr
 }
@@ -46,6 +47,8 @@ func mapSegment(id uint32, fd int, size int) (*segment, error) {
 }
 
 func (s *segment) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.mem != nil {
 		_ = unix.Munmap(s.mem)
 		s.mem = nil
@@ -120,7 +123,12 @@ type span struct {
 	n   int
 }
 
-func (s span) bytes() []byte { return s.seg.mem[s.off : s.off+s.n : s.off+s.n] }
+func (s span) bytes() []byte {
+	if s.seg == nil {
+		return nil
+	}
+	return s.seg.mem[s.off : s.off+s.n : s.off+s.n]
+}
 
 // addrMap finds which local segment holds an address; lookups are lock-free.
 type addrMap struct {

@@ -87,8 +87,17 @@ func (p *pd) CreateSRQ(init verbs.SRQInit) (verbs.SRQ, error) {
 
 func (s *srq) Num() uint32 { return s.idx + 1 }
 
+func (s *srq) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
 func (s *srq) Modify(attr verbs.SRQAttr, mask verbs.SRQAttrMask) error {
 	c := s.p.c
+	if s.isClosed() {
+		return c.err("modify srq", verbs.ErrClosed)
+	}
 	if mask&verbs.SRQMaxWR != 0 {
 		return c.err("modify srq", verbs.Errorf(verbs.ErrNotSupported, "resizing a shared receive queue"))
 	}
@@ -102,6 +111,9 @@ func (s *srq) Modify(attr verbs.SRQAttr, mask verbs.SRQAttrMask) error {
 }
 
 func (s *srq) Query() (verbs.SRQAttr, error) {
+	if s.isClosed() {
+		return verbs.SRQAttr{}, s.p.c.err("query srq", verbs.ErrClosed)
+	}
 	return verbs.SRQAttr{MaxWR: s.n, MaxSGE: s.maxSGE, Limit: int(load(&s.sh.limit))}, nil
 }
 

@@ -170,3 +170,22 @@ const (
 	futexWait = 0
 	futexWake = 1
 )
+
+// Gettid returns the caller's thread ID.
+func Gettid() int { return unix.Gettid() }
+
+// FutexOwnerDied is the bit the kernel sets in a robust futex word whose
+// owner thread died.
+const FutexOwnerDied = 0x40000000
+
+// SetRobustList registers the calling thread's robust futex list (struct
+// robust_list_head, 24 bytes at head; 0 unregisters). When the thread
+// exits, for any reason, the kernel marks every futex word on the list
+// that holds the thread's ID with FutexOwnerDied.
+func SetRobustList(head uintptr) error {
+	_, _, e := unix.Syscall(unix.SYS_SET_ROBUST_LIST, head, 24, 0)
+	if e != 0 {
+		return os.NewSyscallError("set_robust_list", e)
+	}
+	return nil
+}

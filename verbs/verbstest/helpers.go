@@ -18,7 +18,7 @@ import (
 // fails); waitShort is how long a test watches for something that must not
 // happen.
 const (
-	waitLong  = 5 * time.Second
+	waitLong  = 2 * time.Second
 	waitShort = 30 * time.Millisecond
 )
 

@@ -1,0 +1,325 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/pvperf/pvperf/internal/clock"
+	"github.com/pvperf/pvperf/verbs"
+)
+
+// Duration-mode states (perftest's DurationStates).
+const (
+	stateStart uint32 = iota
+	stateSample
+	stateStopSample
+	stateEnd
+)
+
+// samples are the timestamps of one run, in nanoseconds: tposted[i] when
+// message i was posted, tcompleted[k] when the completion that brought the
+// completed count to k+1 was polled. With the peak disabled only element 0
+// of each is used (start and end of the measurement).
+type samples struct {
+	tposted    []int64
+	tcompleted []int64
+	iters      uint64 // messages counted (duration mode: in the sample window)
+}
+
+// durationClock drives perftest's SIGALRM state machine from a goroutine:
+// START -> (margin) SAMPLE -> (duration - 2*margin) STOP_SAMPLE -> (margin) END.
+type durationClock struct {
+	state atomic.Uint32
+	start atomic.Int64
+	stop  atomic.Int64
+	done  chan struct{}
+}
+
+func startDuration(duration, margin int) *durationClock {
+	d := &durationClock{done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		sleep := func(s int) { time.Sleep(time.Duration(s) * time.Second) }
+		sleep(margin)
+		d.start.Store(clock.Now())
+		d.state.Store(stateSample)
+		sleep(duration - 2*margin)
+		d.stop.Store(clock.Now())
+		d.state.Store(stateStopSample)
+		sleep(margin)
+		d.state.Store(stateEnd)
+	}()
+	return d
+}
+
+// errCompletion reports a failed completion the way perftest does.
+type errCompletion struct {
+	wc     verbs.WC
+	server bool
+	scnt   uint64
+	ccnt   uint64
+}
+
+func (e *errCompletion) Error() string {
+	side := "client"
+	if e.server {
+		side = "server"
+	}
+	s := fmt.Sprintf(" Completion with error at %s\n Failed status-%s (%d): wr_id %d syndrom 0x%x\n",
+		side, e.wc.Status, int(e.wc.Status), int(uint32(e.wc.ID)), e.wc.VendorErr)
+	if e.server {
+		return s + fmt.Sprintf(" rcnt=%d\n", e.ccnt)
+	}
+	return s + fmt.Sprintf(" scnt=%d, ccnt=%d\n", e.scnt, e.ccnt)
+}
+
+func (e *errCompletion) Unwrap() error { return e.wc.Err() }
+
+// wrID is perftest's build_wr_id: the WR index in the low 32 bits, the QP
+// index above.
+func wrID(index, qp int) uint64 { return uint64(qp)<<32 | uint64(uint32(index)) }
+func wrQP(id uint64) int        { return int(id >> 32 & 0xFFFF) }
+
+// sender is the send side of a bandwidth run: one chain of post_list work
+// requests per QP, as perftest's ctx_set_send_wqes prepares them.
+type sender struct {
+	e       *endpoint
+	size    int
+	wrs     [][]verbs.SendWR
+	sges    [][]verbs.SGE
+	myAddr  []uint64
+	remAddr []uint64
+	scnt    []uint64
+	ccnt    []uint64
+}
+
+// newSender prepares the send work requests for message size size.
+func (e *endpoint) newSender(size int) *sender {
+	cfg := e.cfg
+	n, pl := cfg.NumQPs, cfg.PostList
+	s := &sender{e: e, size: size, wrs: make([][]verbs.SendWR, n), sges: make([][]verbs.SGE, n),
+		myAddr: make([]uint64, n), remAddr: make([]uint64, n), scnt: make([]uint64, n), ccnt: make([]uint64, n)}
+	step := uint64(inc(size, e.cacheLine))
+	cycle := uint64(e.pageSize)
+	bw := cfg.Test == Bandwidth
+	small := uint64(size) <= cycle/2
+	for i := range n {
+		s.myAddr[i] = e.slot(i)
+		s.remAddr[i] = e.rem[i].VAddr
+		s.wrs[i] = make([]verbs.SendWR, pl)
+		s.sges[i] = make([]verbs.SGE, pl)
+		for j := range pl {
+			sge := &s.sges[i][j]
+			sge.Addr, sge.Length, sge.LKey = s.myAddr[i], uint32(size), e.mr.LKey()
+			w := &s.wrs[i][j]
+			w.ID = wrID(i*pl+j, i)
+			w.SGL = s.sges[i][j : j+1 : j+1]
+			w.RemoteAddr = s.remAddr[i]
+			if j > 0 {
+				prev := &s.wrs[i][j-1]
+				sge.Addr = s.sges[i][j-1].Addr
+				w.RemoteAddr = prev.RemoteAddr
+				if bw && small {
+					sge.Addr = nextAddr(sge.Addr, step, uint64(j-1), s.myAddr[i], cycle)
+				}
+				if bw && (small || cfg.Verb == Atomic) {
+					w.RemoteAddr = nextAddr(w.RemoteAddr, step, uint64(j-1), s.remAddr[i], cycle)
+				}
+			}
+			if (j+1)%cfg.CQMod == 0 {
+				w.Flags = verbs.SendSignaled
+			}
+			switch cfg.Verb {
+			case Send:
+				w.Opcode = verbs.OpSend
+			case SendImm:
+				w.Opcode = verbs.OpSendImm
+			case Write:
+				w.Opcode = verbs.OpRDMAWrite
+			case WriteImm:
+				w.Opcode = verbs.OpRDMAWriteImm
+			case Read:
+				w.Opcode = verbs.OpRDMARead
+			case Atomic:
+				w.Opcode = verbs.OpAtomicFetchAdd
+				w.CompareAdd = atomicAdd
+				if cfg.AtomicType == CmpAndSwap {
+					w.Opcode = verbs.OpAtomicCmpSwap
+					w.CompareAdd, w.Swap = 0, atomicSwap
+				}
+			}
+			if cfg.Verb == Write || cfg.Verb == WriteImm || cfg.Verb == Read || cfg.Verb == Atomic {
+				w.RKey = e.rem[i].RKey
+			}
+			if cfg.Connection == verbs.UD {
+				w.AH = e.ahs[i]
+				w.RemoteQPN = e.rem[i].QPN
+				w.RemoteQKey = defQKey
+			}
+			if (cfg.Verb == Send || cfg.Verb == SendImm || cfg.Verb == Write || cfg.Verb == WriteImm) && size <= e.inline {
+				w.Flags |= verbs.SendInline
+			}
+		}
+	}
+	return s
+}
+
+// nextAddr is perftest's increase_loc_addr / increase_rem_addr: step to the
+// next message slot, and back to the start after cycle bytes.
+func nextAddr(addr, step, cnt, prim, cycle uint64) uint64 {
+	addr += step
+	if (cnt+1)%(cycle/step) == 0 {
+		addr = prim
+	}
+	return addr
+}
+
+// pollSend polls the send CQ into wc, waiting on the channel first in event
+// mode.
+func (e *endpoint) pollCQ(ctx context.Context, cq verbs.CQ, ch verbs.CompChannel, wc []verbs.WC, events bool) (int, error) {
+	if events {
+		if _, err := ch.Wait(ctx); err != nil {
+			return 0, fmt.Errorf("Failed to get cq_event: %w", err)
+		}
+		if err := cq.ReqNotify(false); err != nil {
+			return 0, fmt.Errorf("Couldn't request CQ notification: %w", err)
+		}
+	}
+	return cq.Poll(wc)
+}
+
+// runBW is perftest's run_iter_bw: post on every QP up to tx_depth
+// outstanding, every cq_mod-th and the last work request signalled,
+// and count completions.
+func (e *endpoint) runBW(ctx context.Context, size int, peak bool) (samples, error) {
+	cfg := e.cfg
+	s := e.newSender(size)
+	nq := cfg.NumQPs
+	iters := cfg.Iters
+	duration := cfg.Duration > 0
+	var dc *durationClock
+	if duration {
+		dc = startDuration(cfg.Duration, cfg.Margin)
+		defer func() { <-dc.done }()
+		iters = 0
+	}
+	tot := iters * uint64(nq)
+	var sm samples
+	if peak && !duration {
+		sm.tposted = make([]int64, tot)
+		sm.tcompleted = make([]int64, tot)
+	} else {
+		sm.tposted = make([]int64, 1)
+		sm.tcompleted = make([]int64, 1)
+	}
+	fill := cfg.fillCount()
+	wc := make([]verbs.WC, 16)
+	cqMod := uint64(cfg.CQMod)
+	pl := uint64(cfg.PostList)
+	step := uint64(inc(size, e.cacheLine))
+	cycle := uint64(e.pageSize)
+	small := uint64(size) <= cycle/2
+	var totS, totC uint64
+	if !peak && !duration {
+		sm.tposted[0] = clock.Now()
+	}
+	ne := 0
+	for totS < tot || totC < tot || (duration && dc.state.Load() != stateEnd) {
+		if err := ctx.Err(); err != nil {
+			return sm, err
+		}
+		for i := range nq {
+			wrs := s.wrs[i]
+			w := &wrs[0]
+			for (s.scnt[i] < cfg.Iters || duration) && s.scnt[i]+pl <= uint64(cfg.TxDepth)+s.ccnt[i] {
+				if pl == 1 && s.scnt[i]%cqMod == 0 && cqMod > 1 && !(s.scnt[i] == cfg.Iters-1 && !duration) {
+					w.Flags &^= verbs.SendSignaled
+				}
+				if peak && !duration {
+					sm.tposted[totS] = clock.Now()
+				}
+				if duration && dc.state.Load() == stateEnd {
+					break
+				}
+				if _, err := e.qps[i].PostSend(wrs); err != nil {
+					return sm, fmt.Errorf("Couldn't post send: qp %d scnt=%d || err=%w tx_depth=%d", i, s.scnt[i], err, cfg.TxDepth)
+				}
+				if pl == 1 && small {
+					w.SGL[0].Addr = nextAddr(w.SGL[0].Addr, step, s.scnt[i], s.myAddr[i], cycle)
+					if cfg.Verb != Send && cfg.Verb != SendImm {
+						w.RemoteAddr = nextAddr(w.RemoteAddr, step, s.scnt[i], s.remAddr[i], cycle)
+					}
+				}
+				s.scnt[i] += pl
+				totS += pl
+				if pl == 1 && (s.scnt[i]%cqMod == cqMod-1 || (!duration && s.scnt[i] == cfg.Iters-1)) {
+					w.Flags |= verbs.SendSignaled
+				}
+			}
+		}
+		if totC < tot || (duration && totC < totS) {
+			if cfg.Events && ne == 0 {
+				if _, err := e.sendCh.Wait(ctx); err != nil {
+					return sm, fmt.Errorf("Couldn't request CQ notification: %w", err)
+				}
+				if err := e.scq.ReqNotify(false); err != nil {
+					return sm, fmt.Errorf("Couldn't request CQ notification: %w", err)
+				}
+			}
+			var err error
+			ne, err = e.scq.Poll(wc)
+			if err != nil {
+				return sm, fmt.Errorf("poll CQ failed %w", err)
+			}
+			for k := range ne {
+				c := &wc[k]
+				qi := wrQP(c.ID)
+				if c.Status != verbs.WCSuccess {
+					return sm, &errCompletion{wc: *c, scnt: totS, ccnt: totC}
+				}
+				f := cqMod
+				if fill && s.ccnt[qi]+cqMod > cfg.Iters {
+					f = cfg.Iters - s.ccnt[qi]
+				}
+				s.ccnt[qi] += f
+				totC += f
+				if peak && !duration {
+					if totC > tot {
+						sm.tcompleted[tot-1] = clock.Now()
+					} else {
+						sm.tcompleted[totC-1] = clock.Now()
+					}
+				}
+				if duration && dc.state.Load() == stateSample {
+					sm.iters += cqMod
+				}
+			}
+		}
+	}
+	if duration {
+		sm.tposted[0], sm.tcompleted[0] = dc.start.Load(), dc.stop.Load()
+	} else {
+		sm.iters = tot
+		if !peak {
+			sm.tcompleted[0] = clock.Now()
+		}
+	}
+	return sm, nil
+}
+
+// fillCount is perftest's fill_count: whether the last completion of a QP
+// may stand for fewer than cq_mod messages.
+func (cfg *Config) fillCount() bool {
+	if cfg.Duration > 0 {
+		return false
+	}
+	if cfg.CQMod >= cfg.TxDepth {
+		return cfg.Iters%uint64(cfg.TxDepth) != 0
+	}
+	return cfg.Iters%uint64(cfg.CQMod) != 0
+}
+
+var errTimeout = errors.New("timed out")

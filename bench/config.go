@@ -1,0 +1,174 @@
+package bench
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/pvperf/pvperf/verbs"
+)
+
+// Verb is what a test does, numbered as perftest's VerbType (the numbers
+// travel in the parameter negotiation).
+type Verb uint8
+
+// Verbs.
+const (
+	Send     Verb = 0
+	SendImm  Verb = 1
+	Write    Verb = 2
+	WriteImm Verb = 3
+	Read     Verb = 4
+	Atomic   Verb = 5
+)
+
+// String returns perftest's name of the verb as the header prints it.
+func (v Verb) String() string {
+	switch v {
+	case Send:
+		return "Send"
+	case SendImm:
+		return "Send_imm"
+	case Write:
+		return "RDMA_Write"
+	case WriteImm:
+		return "RDMA_Write_imm"
+	case Read:
+		return "RDMA_Read"
+	case Atomic:
+		return "Atomic"
+	}
+	return fmt.Sprintf("Verb(%d)", uint8(v))
+}
+
+// HasReceives reports whether the receiver posts receive work requests
+// (perftest's "recv verbs": SEND, SEND with immediate, WRITE with immediate).
+func (v Verb) HasReceives() bool { return v == Send || v == SendImm || v == WriteImm }
+
+// Test is the kind of test, numbered as perftest's TestType.
+type Test uint8
+
+// Tests.
+const (
+	Latency   Test = 0
+	Bandwidth Test = 1
+)
+
+// AtomicType is the atomic operation of the atomic tests, numbered as
+// perftest's AtomicType.
+type AtomicType uint8
+
+// Atomic operations.
+const (
+	CmpAndSwap  AtomicType = 0
+	FetchAndAdd AtomicType = 1
+)
+
+func (a AtomicType) String() string {
+	if a == CmpAndSwap {
+		return "CMP_AND_SWAP"
+	}
+	return "FETCH_AND_ADD"
+}
+
+// Output selects perftest's --output verbosity.
+type Output uint8
+
+// Outputs.
+const (
+	OutputFull        Output = iota // header, addresses and table
+	OutputBandwidth                 // just the average bandwidth
+	OutputMessageRate               // just the message rate
+	OutputLatency                   // just the average latency
+)
+
+// Defaults shared by the command line and the engine (perftest.md §2.2).
+const (
+	DefaultPort         = 18515
+	DefaultQPTimeout    = 14
+	DefaultCQMod        = 100
+	DefaultBWTxDepth    = 128
+	DefaultLatTxDepth   = 1
+	DefaultBWSize       = 65536
+	DefaultLatSize      = 2
+	DefaultAtomicSize   = 8
+	DefaultIters        = 1000
+	DefaultWriteBWIters = 5000
+	DefaultRecvRxDepth  = 512
+	DefaultDuration     = 5
+	MaxSize             = 8388608 // largest size of -a (2^23)
+	UDAddition          = 40      // GRH room in UD receive buffers
+	// ProtocolVersion is the perftest version whose out-of-band protocol
+	// pvperf speaks.
+	ProtocolVersion = "6.29"
+)
+
+// Config describes one test run, as perftest's parameters do after the
+// command line is parsed and checked. It is a plain value; nothing touches
+// a device before Run.
+type Config struct {
+	Test       Test
+	Verb       Verb
+	AtomicType AtomicType
+	Connection verbs.QPType
+
+	// Roles and the out-of-band connection.
+	Server       string // peer to connect to; "" makes this side the server
+	Loopback     bool   // run both sides in this process (pvperf only)
+	Port         int
+	IPv6Addr     bool   // --ipv6-addr: out-of-band socket over IPv6
+	BindSourceIP string // --bind_source_ip
+	Version      string // protocol version advertised to the peer
+	PeerTimeout  time.Duration
+
+	// Device and addressing.
+	Device     string // -d; "" = first device
+	IBPort     int    // -i
+	GIDIndex   int    // -x; -1 = automatic
+	PreferIPv6 bool   // --ipv6: prefer IPv6 GIDs in the automatic choice
+	MTU        int    // -m in bytes; 0 = the port's active MTU
+	SL         int
+	TClass     int
+	FlowLabel  []int
+	PKeyIndex  int
+	QPTimeout  int // -u
+	DLID       int // --dlid; 0 = the peer's
+
+	// What to run.
+	Size          uint64 // -s
+	AllSizes      bool   // -a
+	Iters         uint64 // -n
+	Duration      int    // -D seconds; 0 = iteration mode
+	Margin        int    // -f seconds
+	RunInfinitely bool
+	TxDepth       int
+	RxDepth       int
+	CQMod         int
+	PostList      int
+	RecvPostList  int
+	NumQPs        int
+	Inline        int // -I; -1 = the test's default
+	OutReads      int // -o; 0 = the device's maximum
+	UseSRQ        bool
+	Events        bool // -e
+	CompVector    int  // -X
+	Bidirectional bool // -b
+	Reversed      bool
+	WarmUp        bool
+	LatencyGap    int // --latency_gap in microseconds
+	NoPeak        bool
+	MRPerQP       bool
+
+	// Reporting.
+	ReportGbits     bool
+	ReportBoth      bool
+	Output          Output
+	Cycles          bool // -C
+	ReportUnsorted  bool // -U
+	ReportHistogram bool // -H
+	CPUUtil         bool
+	CPUFreq         bool // -F
+	LimitBW         float64
+	LimitMsgRate    float64
+	JSON            bool
+	JSONFile        string
+}

@@ -1,0 +1,344 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/pvperf/pvperf/verbs"
+)
+
+// Fixed parameters of perftest's resources.
+const (
+	defQKey     = 0x11111111 // UD QKey
+	minRNRTimer = 12         // 0.64 ms
+	hopLimit    = 0xFF
+	atomicAdd   = 1 // FETCH_AND_ADD addend
+	atomicSwap  = 0 // CMP_AND_SWAP swap (compare 0)
+)
+
+// endpoint is one side's resources: perftest's pingpong_context.
+type endpoint struct {
+	cfg  *Config
+	dev  verbs.Device
+	ctx  verbs.Context
+	attr verbs.DeviceAttr
+	port verbs.PortAttr
+
+	gidIndex int       // -1: no GRH (InfiniBand without -x)
+	gid      verbs.GID // the GID at gidIndex
+	mtu      verbs.MTU // effective path MTU
+	inline   int       // effective max inline data
+	outReads int       // effective outstanding reads/atomics
+
+	pageSize  int // cycle_buffer: max of both sides' page size
+	cacheLine int // max of both sides' cache line size
+
+	pd      verbs.PD
+	mem     verbs.Memory
+	mr      verbs.MR
+	buf     []byte
+	bufSize int // perftest's BUFF_SIZE(size, cycle_buffer) for the allocation size
+	sendCh  verbs.CompChannel
+	recvCh  verbs.CompChannel
+	scq     verbs.CQ
+	rcq     verbs.CQ
+	srq     verbs.SRQ
+	qps     []verbs.QP
+	ahs     []verbs.AH
+	my      []dest
+	rem     []dest
+}
+
+// slot returns the per-QP buffer offset i (send slots are 0..n-1, receive
+// and target slots n..2n-1), in units of BUFF_SIZE.
+func (e *endpoint) slot(i int) uint64 { return e.mr.Addr() + uint64(i*e.bufSize) }
+
+// gidScore ranks a GID as perftest's automatic choice does: address family
+// first, then global scope, then the RoCE version.
+func gidScore(g verbs.GIDEntry, preferIPv6 bool) int {
+	if g.GID.IsZero() {
+		return -1
+	}
+	score := 0
+	v4 := g.GID.IsV4Mapped()
+	if preferIPv6 != v4 {
+		score += 100
+	}
+	linkLocal := g.GID.IsLinkLocal()
+	if v4 {
+		a := g.GID.Addr().As4()
+		linkLocal = a[0] == 169 && a[1] == 254
+	}
+	if !linkLocal {
+		score += 10
+	}
+	switch g.Type {
+	case verbs.GIDTypeRoCEv2:
+		score += 2
+	case verbs.GIDTypeRoCEv1:
+		score++
+	}
+	return score
+}
+
+// bestGID returns perftest's automatic GID index for a port.
+func bestGID(ctx verbs.Context, port int, preferIPv6 bool) (int, error) {
+	table, err := ctx.GIDTable(port)
+	if err != nil {
+		return -1, err
+	}
+	best, bestScore := -1, -1
+	for _, g := range table {
+		if s := gidScore(g, preferIPv6); s > bestScore {
+			best, bestScore = g.Index, s
+		}
+	}
+	if best < 0 {
+		return -1, errors.New("no usable GID")
+	}
+	return best, nil
+}
+
+func randPSN() uint32 { return rand.Uint32() & 0xFFFFFF }
+
+// inc is perftest's INC(size, cache_line): the step between consecutive
+// messages in a buffer.
+func inc(size, cacheLine int) int {
+	if size > cacheLine {
+		return (size + cacheLine - 1) / cacheLine * cacheLine
+	}
+	return cacheLine
+}
+
+// buffSize is perftest's BUFF_SIZE(size, cycle_buffer).
+func buffSize(size, cycle int) int { return max(size, cycle) }
+
+func (e *endpoint) close() error {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, a := range e.ahs {
+		if a != nil {
+			add(a.Close())
+		}
+	}
+	for _, q := range e.qps {
+		if q != nil {
+			add(q.Close())
+		}
+	}
+	for _, c := range []interface{ Close() error }{e.srq, e.scq, e.rcq, e.mr, e.sendCh, e.recvCh, e.mem, e.pd, e.ctx} {
+		if c != nil && !isNilIface(c) {
+			add(c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func isNilIface(c interface{ Close() error }) bool {
+	switch v := c.(type) {
+	case verbs.SRQ:
+		return v == nil
+	}
+	return false
+}
+
+// accessFlags is what the MR and the QPs allow the peer (perftest's
+// setup_mr_flags and ctx_modify_qp_to_init).
+func (cfg *Config) mrAccess() verbs.Access {
+	a := verbs.AccessLocalWrite
+	switch cfg.Verb {
+	case Write, WriteImm:
+		a |= verbs.AccessRemoteWrite
+	case Read:
+		a |= verbs.AccessRemoteRead
+	case Atomic:
+		a |= verbs.AccessRemoteAtomic
+	}
+	return a
+}
+
+func (cfg *Config) qpAccess() verbs.Access {
+	switch cfg.Verb {
+	case Write, WriteImm:
+		return verbs.AccessRemoteWrite
+	case Read:
+		return verbs.AccessRemoteRead
+	case Atomic:
+		return verbs.AccessRemoteAtomic
+	}
+	return verbs.AccessRemoteWrite | verbs.AccessLocalWrite
+}
+
+// setup creates the buffers, PD, MR, CQs, SRQ and QPs (perftest's
+// ctx_init) for allocation size size (MaxSize with -a).
+func (e *endpoint) setup(size int) error {
+	cfg := e.cfg
+	var err error
+	if e.pd, err = e.ctx.AllocPD(); err != nil {
+		return fmt.Errorf("Couldn't allocate PD: %w", err)
+	}
+	e.bufSize = buffSize(size, e.pageSize)
+	step := inc(e.bufSize, e.cacheLine)
+	total := step * 2 * cfg.NumQPs
+	if cfg.Connection == verbs.UD {
+		total += e.cacheLine
+	}
+	if e.mem, err = e.ctx.AllocMemory(total); err != nil {
+		return fmt.Errorf("Couldn't allocate work buf: %w", err)
+	}
+	e.buf = e.mem.Bytes()
+	if e.mr, err = e.pd.RegMR(e.buf, cfg.mrAccess()); err != nil {
+		return fmt.Errorf("Couldn't allocate MR: %w", err)
+	}
+	if cfg.Events {
+		if e.sendCh, err = e.ctx.CreateCompChannel(); err != nil {
+			return fmt.Errorf("Couldn't create completion channel: %w", err)
+		}
+		if cfg.Verb.HasReceives() {
+			if e.recvCh, err = e.ctx.CreateCompChannel(); err != nil {
+				return fmt.Errorf("Couldn't create completion channel: %w", err)
+			}
+		}
+	}
+	if e.scq, err = e.ctx.CreateCQ(verbs.CQInit{Entries: cfg.TxDepth * cfg.NumQPs, Channel: e.sendCh, Vector: cfg.CompVector}); err != nil {
+		return fmt.Errorf("Couldn't create CQ: %w", err)
+	}
+	if cfg.Verb.HasReceives() {
+		if e.rcq, err = e.ctx.CreateCQ(verbs.CQInit{Entries: cfg.RxDepth * cfg.NumQPs, Channel: e.recvCh, Vector: cfg.CompVector}); err != nil {
+			return fmt.Errorf("Couldn't create a receiver CQ: %w", err)
+		}
+	} else {
+		e.rcq = e.scq
+	}
+	if cfg.UseSRQ {
+		if e.srq, err = e.pd.CreateSRQ(verbs.SRQInit{MaxWR: cfg.RxDepth, MaxSGE: 1}); err != nil {
+			return fmt.Errorf("Couldn't create SRQ: %w", err)
+		}
+	}
+	e.qps = make([]verbs.QP, cfg.NumQPs)
+	e.ahs = make([]verbs.AH, cfg.NumQPs)
+	for i := range e.qps {
+		init := verbs.QPInit{
+			Type: cfg.Connection, SendCQ: e.scq, RecvCQ: e.rcq,
+			Cap: verbs.QPCap{MaxSendWR: cfg.TxDepth, MaxSendSGE: 1, MaxInlineData: e.inline},
+		}
+		if cfg.Verb.HasReceives() && !cfg.UseSRQ {
+			init.Cap.MaxRecvWR = cfg.RxDepth
+			init.Cap.MaxRecvSGE = 1
+		}
+		if cfg.UseSRQ {
+			init.SRQ = e.srq
+		}
+		if !cfg.Verb.HasReceives() && !cfg.UseSRQ {
+			init.Cap.MaxRecvWR = 1
+			init.Cap.MaxRecvSGE = 1
+		}
+		if e.qps[i], err = e.pd.CreateQP(init); err != nil {
+			return fmt.Errorf("Couldn't create QP: %w", err)
+		}
+		if err := e.toInit(e.qps[i]); err != nil {
+			return fmt.Errorf("Failed to modify QP to INIT: %w", err)
+		}
+	}
+	return nil
+}
+
+func (e *endpoint) toInit(q verbs.QP) error {
+	a := verbs.QPAttr{State: verbs.StateInit, PKeyIndex: uint16(e.cfg.PKeyIndex), Port: uint8(e.cfg.IBPort)}
+	mask := verbs.AttrState | verbs.AttrPKeyIndex | verbs.AttrPort
+	if e.cfg.Connection == verbs.UD {
+		a.QKey = defQKey
+		mask |= verbs.AttrQKey
+	} else {
+		a.Access = e.cfg.qpAccess()
+		mask |= verbs.AttrAccessFlags
+	}
+	return q.Modify(&a, mask)
+}
+
+// localDests fills e.my: what each QP tells its peer.
+func (e *endpoint) localDests() {
+	n := e.cfg.NumQPs
+	e.my = make([]dest, n)
+	for i := range e.my {
+		e.my[i] = dest{
+			LID:      e.port.LID,
+			OutReads: e.outReads,
+			QPN:      e.qps[i].Num(),
+			PSN:      randPSN(),
+			RKey:     e.mr.RKey(),
+			VAddr:    e.slot(n + i),
+			GID:      e.gid,
+		}
+	}
+}
+
+// ahAttr is the address of the peer of QP i.
+func (e *endpoint) ahAttr(i int) verbs.AHAttr {
+	cfg := e.cfg
+	r := &e.rem[i]
+	a := verbs.AHAttr{DLID: r.LID, SL: uint8(cfg.SL), Port: uint8(cfg.IBPort)}
+	if cfg.DLID != 0 {
+		a.DLID = uint16(cfg.DLID)
+	}
+	if e.gidIndex >= 0 {
+		a.IsGlobal = true
+		a.GRH = verbs.GRH{DGID: r.GID, SGIDIndex: uint8(e.gidIndex), HopLimit: hopLimit, TrafficClass: uint8(cfg.TClass)}
+		if len(cfg.FlowLabel) > 0 {
+			a.GRH.FlowLabel = uint32(cfg.FlowLabel[i%len(cfg.FlowLabel)])
+		}
+	}
+	return a
+}
+
+// connect moves every QP to RTR, and to RTS when it sends (perftest's
+// ctx_connect: the server of a unidirectional bandwidth test stays in RTR).
+func (e *endpoint) connect(sends bool) error {
+	cfg := e.cfg
+	for i, q := range e.qps {
+		r := &e.rem[i]
+		a := verbs.QPAttr{State: verbs.StateRTR, AH: e.ahAttr(i)}
+		mask := verbs.AttrState
+		if cfg.Connection != verbs.UD {
+			a.PathMTU = e.mtu
+			a.DestQPN = r.QPN
+			a.RQPSN = r.PSN
+			mask |= verbs.AttrAV | verbs.AttrPathMTU | verbs.AttrDestQPN | verbs.AttrRQPSN
+			if cfg.Connection == verbs.RC {
+				a.MaxDestRdAtomic = uint8(e.my[i].OutReads)
+				a.MinRNRTimer = minRNRTimer
+				mask |= verbs.AttrMinRNRTimer | verbs.AttrMaxDestRdAtomic
+			}
+		}
+		if err := q.Modify(&a, mask); err != nil {
+			return fmt.Errorf("Failed to modify QP %d to RTR: %w", q.Num(), err)
+		}
+		if sends {
+			b := verbs.QPAttr{State: verbs.StateRTS, SQPSN: e.my[i].PSN}
+			mask := verbs.AttrState | verbs.AttrSQPSN
+			if cfg.Connection == verbs.RC {
+				b.Timeout = uint8(cfg.QPTimeout)
+				b.RetryCnt = 7
+				b.RNRRetry = 7
+				b.MaxRdAtomic = uint8(r.OutReads)
+				mask |= verbs.AttrTimeout | verbs.AttrRetryCnt | verbs.AttrRNRRetry | verbs.AttrMaxQPRdAtomic
+			}
+			if err := q.Modify(&b, mask); err != nil {
+				return fmt.Errorf("Failed to modify QP to RTS: %w", err)
+			}
+			if cfg.Connection == verbs.UD {
+				ah, err := e.pd.CreateAH(a.AH)
+				if err != nil {
+					return fmt.Errorf("Failed to create AH: %w", err)
+				}
+				e.ahs[i] = ah
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,336 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/pvperf/pvperf/internal/clock"
+	"github.com/pvperf/pvperf/verbs"
+)
+
+// latRun holds what the latency loops share.
+type latRun struct {
+	e        *endpoint
+	ctx      context.Context
+	wr       []verbs.SendWR
+	server   bool
+	iters    uint64
+	duration bool
+	dc       *durationClock
+	sm       samples
+	wc       [1]verbs.WC
+}
+
+func (e *endpoint) newLatRun(ctx context.Context, size int, server bool) *latRun {
+	cfg := e.cfg
+	s := e.newSender(size)
+	l := &latRun{e: e, ctx: ctx, wr: s.wrs[0][:1], server: server, iters: cfg.Iters, duration: cfg.Duration > 0}
+	w := &l.wr[0]
+	w.SGL[0].Length = uint32(size)
+	w.Flags = 0
+	if size <= e.inline && cfg.Verb != Read && cfg.Verb != Atomic {
+		w.Flags |= verbs.SendInline
+	}
+	if l.duration {
+		l.dc = startDuration(cfg.Duration, cfg.Margin)
+		l.iters = 0
+		l.sm.tposted = make([]int64, 1)
+		l.sm.tcompleted = make([]int64, 1)
+	} else {
+		l.sm.tposted = make([]int64, cfg.Iters)
+	}
+	return l
+}
+
+func (l *latRun) ended() bool { return l.duration && l.dc.state.Load() == stateEnd }
+
+func (l *latRun) sampling() bool { return l.duration && l.dc.state.Load() == stateSample }
+
+func (l *latRun) finish() samples {
+	if l.duration {
+		<-l.dc.done
+		l.sm.tposted[0], l.sm.tcompleted[0] = l.dc.start.Load(), l.dc.stop.Load()
+	} else {
+		l.sm.iters = l.e.cfg.Iters
+	}
+	return l.sm
+}
+
+// gap busy-waits the --latency_gap before a post.
+func (l *latRun) gap() {
+	if g := l.e.cfg.LatencyGap; g > 0 {
+		end := clock.Now() + int64(g)*1000
+		for clock.Now() < end {
+		}
+	}
+}
+
+func (l *latRun) post(scnt uint64) error {
+	if _, err := l.e.qps[0].PostSend(l.wr); err != nil {
+		return fmt.Errorf("Couldn't post send: scnt=%d: %w", scnt, err)
+	}
+	return nil
+}
+
+// pollOne waits for one completion on cq (through its channel in event
+// mode) and returns it, or false when a duration run ended meanwhile.
+func (l *latRun) pollOne(cq verbs.CQ, ch verbs.CompChannel, events bool) (*verbs.WC, bool, error) {
+	if events {
+		if _, err := ch.Wait(l.ctx); err != nil {
+			return nil, false, fmt.Errorf(" Failed to notify events to CQ: %w", err)
+		}
+		if err := cq.ReqNotify(false); err != nil {
+			return nil, false, fmt.Errorf(" Failed to notify events to CQ: %w", err)
+		}
+	}
+	for i := 0; ; i++ {
+		n, err := cq.Poll(l.wc[:])
+		if err != nil {
+			return nil, false, fmt.Errorf("poll CQ failed %w", err)
+		}
+		if n > 0 {
+			return &l.wc[0], true, nil
+		}
+		if l.ended() {
+			return nil, false, nil
+		}
+		if i&0xFFFF == 0xFFFF {
+			if err := l.ctx.Err(); err != nil {
+				return nil, false, err
+			}
+		}
+	}
+}
+
+// runLatSend is perftest's run_iter_lat_send: the client sends first; each
+// side waits for a message, reposts the receive, then sends.
+func (e *endpoint) runLatSend(ctx context.Context, r *receiver, size int, server bool) (samples, error) {
+	cfg := e.cfg
+	l := e.newLatRun(ctx, size, server)
+	w := &l.wr[0]
+	imm := cfg.Verb == SendImm
+	sizePerQP := uint64(cfg.RxDepth)
+	if cfg.UseSRQ {
+		sizePerQP /= uint64(cfg.NumQPs)
+	}
+	var scnt, rcnt uint64
+	for scnt < l.iters || rcnt < l.iters || (l.duration && !l.ended()) {
+		if (rcnt < l.iters || l.duration) && !(scnt < 1 && !server) {
+			c, got, err := l.pollOne(e.rcq, e.recvCh, cfg.Events)
+			if err != nil {
+				return l.finish(), err
+			}
+			if got {
+				if c.Status != verbs.WCSuccess {
+					return l.finish(), &errCompletion{wc: *c, server: true, ccnt: rcnt}
+				}
+				if imm && c.Flags&verbs.WCWithImm == 0 {
+					return l.finish(), fmt.Errorf(" Completion without immediate data: wr_id %d, rcnt=%d", int(uint32(c.ID)), rcnt)
+				}
+				rcnt++
+				if l.sampling() {
+					l.sm.iters++
+				}
+				if l.duration || rcnt+sizePerQP <= cfg.Iters {
+					if err := r.post(wrQP(c.ID)); err != nil {
+						return l.finish(), fmt.Errorf("Couldn't post recv: rcnt=%d: %w", rcnt, err)
+					}
+				}
+			}
+		}
+		if scnt < l.iters || (l.duration && !l.ended()) {
+			l.gap()
+			if !l.duration {
+				l.sm.tposted[scnt] = clock.Now()
+			}
+			scnt++
+			signal := scnt%uint64(cfg.CQMod) == 0 || (!l.duration && scnt == cfg.Iters)
+			if signal {
+				w.Flags |= verbs.SendSignaled
+			}
+			if l.ended() {
+				break
+			}
+			if err := l.post(scnt); err != nil {
+				return l.finish(), err
+			}
+			if signal {
+				c, got, err := l.pollOne(e.scq, e.sendCh, cfg.Events)
+				if err != nil {
+					return l.finish(), err
+				}
+				if got && c.Status != verbs.WCSuccess {
+					return l.finish(), &errCompletion{wc: *c, scnt: scnt, ccnt: scnt}
+				}
+				w.Flags &^= verbs.SendSignaled
+			}
+		}
+	}
+	return l.finish(), nil
+}
+
+// byteAt reads the byte at b[0] with an atomic load of its aligned word:
+// another thread (the device) writes it.
+func byteAt(b []byte) byte {
+	p := unsafe.Pointer(&b[0])
+	off := uintptr(p) & 3
+	w := atomic.LoadUint32((*uint32)(unsafe.Pointer(uintptr(p) - off)))
+	return byte(w >> (8 * off))
+}
+
+// runLatWrite is perftest's run_iter_lat_write: each side writes a message
+// whose last byte is a counter and spins on the last byte of its own
+// receive buffer for the peer's; the server writes first.
+func (e *endpoint) runLatWrite(ctx context.Context, size int, server bool) (samples, error) {
+	cfg := e.cfg
+	l := e.newLatRun(ctx, size, server)
+	l.wr[0].Flags |= verbs.SendSignaled
+	n := cfg.NumQPs
+	postBuf := e.buf[size-1:]
+	pollBuf := e.buf[n*e.bufSize+size-1:]
+	var scnt, ccnt, rcnt uint64
+	for scnt < l.iters || ccnt < l.iters || rcnt < l.iters || (l.duration && !l.ended()) {
+		if (rcnt < l.iters || l.duration) && !(scnt < 1 && server) {
+			rcnt++
+			for i := 0; byteAt(pollBuf) != byte(rcnt) && !l.ended(); i++ {
+				if i&0xFFFFF == 0xFFFFF {
+					if err := ctx.Err(); err != nil {
+						return l.finish(), err
+					}
+				}
+			}
+		}
+		if scnt < l.iters || l.duration {
+			l.gap()
+			if !l.duration {
+				l.sm.tposted[scnt] = clock.Now()
+			}
+			scnt++
+			postBuf[0] = byte(scnt)
+			if err := l.post(scnt); err != nil {
+				return l.finish(), err
+			}
+		}
+		if l.ended() {
+			break
+		}
+		if ccnt < l.iters || l.duration {
+			c, got, err := l.pollOne(e.scq, e.sendCh, false)
+			if err != nil {
+				return l.finish(), err
+			}
+			if got {
+				if c.Status != verbs.WCSuccess {
+					return l.finish(), &errCompletion{wc: *c, scnt: scnt, ccnt: ccnt}
+				}
+				ccnt++
+				if l.sampling() {
+					l.sm.iters++
+				}
+			}
+		}
+	}
+	return l.finish(), nil
+}
+
+// runLatWriteImm is perftest's run_iter_lat_write_imm: like runLatWrite,
+// but each side waits for the receive completion of the peer's write with
+// immediate instead of polling memory.
+func (e *endpoint) runLatWriteImm(ctx context.Context, r *receiver, size int, server bool) (samples, error) {
+	cfg := e.cfg
+	l := e.newLatRun(ctx, size, server)
+	l.wr[0].Flags |= verbs.SendSignaled
+	sizePerQP := uint64(cfg.RxDepth)
+	if cfg.UseSRQ {
+		sizePerQP /= uint64(cfg.NumQPs)
+	}
+	var scnt, ccnt, rcnt uint64
+	for scnt < l.iters || ccnt < l.iters || rcnt < l.iters || (l.duration && !l.ended()) {
+		if (rcnt < l.iters || l.duration) && !(scnt < 1 && server) {
+			rcnt++
+			c, got, err := l.pollOne(e.rcq, e.recvCh, cfg.Events)
+			if err != nil {
+				return l.finish(), err
+			}
+			if got {
+				if c.Status != verbs.WCSuccess {
+					return l.finish(), &errCompletion{wc: *c, scnt: scnt, ccnt: ccnt}
+				}
+				if c.Flags&verbs.WCWithImm == 0 {
+					return l.finish(), fmt.Errorf(" Completion without immediate data: wr_id %d, rcnt=%d", int(uint32(c.ID)), rcnt)
+				}
+				if l.duration || rcnt+sizePerQP <= cfg.Iters {
+					if err := r.post(wrQP(c.ID)); err != nil {
+						return l.finish(), fmt.Errorf("Couldn't post recv: rcnt=%d: %w", rcnt, err)
+					}
+				}
+			}
+		}
+		if scnt < l.iters || l.duration {
+			l.gap()
+			if !l.duration {
+				l.sm.tposted[scnt] = clock.Now()
+			}
+			scnt++
+			if err := l.post(scnt); err != nil {
+				return l.finish(), err
+			}
+		}
+		if l.ended() {
+			break
+		}
+		if ccnt < l.iters || l.duration {
+			c, got, err := l.pollOne(e.scq, e.sendCh, cfg.Events)
+			if err != nil {
+				return l.finish(), err
+			}
+			if got {
+				if c.Status != verbs.WCSuccess {
+					return l.finish(), &errCompletion{wc: *c, scnt: scnt, ccnt: ccnt}
+				}
+				ccnt++
+				if l.sampling() {
+					l.sm.iters++
+				}
+			}
+		}
+	}
+	return l.finish(), nil
+}
+
+// runLatReadAtomic is perftest's run_iter_lat: the client posts one READ or
+// atomic at a time and waits for its completion; a full round trip each.
+func (e *endpoint) runLatReadAtomic(ctx context.Context, size int) (samples, error) {
+	cfg := e.cfg
+	l := e.newLatRun(ctx, size, false)
+	l.wr[0].Flags |= verbs.SendSignaled
+	var scnt uint64
+	for scnt < l.iters || (l.duration && !l.ended()) {
+		l.gap()
+		if !l.duration {
+			l.sm.tposted[scnt] = clock.Now()
+		}
+		scnt++
+		if err := l.post(scnt); err != nil {
+			return l.finish(), err
+		}
+		if l.ended() {
+			break
+		}
+		c, got, err := l.pollOne(e.scq, e.sendCh, cfg.Events)
+		if err != nil {
+			return l.finish(), err
+		}
+		if got {
+			if c.Status != verbs.WCSuccess {
+				return l.finish(), &errCompletion{wc: *c, scnt: scnt, ccnt: scnt}
+			}
+			if l.sampling() {
+				l.sm.iters++
+			}
+		}
+	}
+	return l.finish(), nil
+}

@@ -1,0 +1,201 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pvperf/pvperf/internal/clock"
+	"github.com/pvperf/pvperf/verbs"
+)
+
+// receiver is the receive side of a test with receive verbs: one chain of
+// recv_post_list receive work requests per QP (perftest's ctx_set_recv_wqes).
+type receiver struct {
+	e      *endpoint
+	size   int
+	wrs    [][]verbs.RecvWR
+	sges   [][]verbs.SGE
+	rxAddr []uint64
+	posted []uint64 // receives posted per QP
+	unused []uint64 // consumed receives not reposted yet, per QP
+	rcnt   []uint64
+	perQP  int // receives posted per QP up front
+}
+
+// recvLength is perftest's set_recv_length: the message plus the GRH room
+// for UD, rounded up to the MTU with an SRQ.
+func (e *endpoint) recvLength(size int) int {
+	n := size
+	if e.cfg.Connection == verbs.UD {
+		n += UDAddition
+	}
+	if e.cfg.UseSRQ {
+		m := e.mtu.Bytes()
+		n = (n + m - 1) / m * m
+	}
+	if e.cfg.Verb == WriteImm {
+		n = 0
+	}
+	return n
+}
+
+// postReceives prepares the receive work requests for message size size
+// and posts rx_depth of them (per QP, or split between QPs on an SRQ).
+func (e *endpoint) postReceives(size int) (*receiver, error) {
+	cfg := e.cfg
+	n, pl := cfg.NumQPs, cfg.RecvPostList
+	r := &receiver{e: e, size: size, wrs: make([][]verbs.RecvWR, n), sges: make([][]verbs.SGE, n),
+		rxAddr: make([]uint64, n), posted: make([]uint64, n), unused: make([]uint64, n), rcnt: make([]uint64, n)}
+	length := e.recvLength(size)
+	perQP := cfg.RxDepth / pl
+	if cfg.UseSRQ {
+		perQP /= n
+	}
+	r.perQP = perQP
+	step := uint64(inc(size, e.cacheLine))
+	cycle := uint64(e.pageSize)
+	bw := cfg.Test == Bandwidth
+	small := uint64(size) <= cycle/2
+	for i := range n {
+		addr := e.slot(n + i)
+		if cfg.Connection == verbs.UD {
+			addr += uint64(e.cacheLine - UDAddition)
+		}
+		r.rxAddr[i] = addr
+		r.wrs[i] = make([]verbs.RecvWR, pl)
+		r.sges[i] = make([]verbs.SGE, pl)
+		for j := range pl {
+			sge := &r.sges[i][j]
+			sge.Addr, sge.Length, sge.LKey = addr, uint32(length), e.mr.LKey()
+			if j > 0 {
+				sge.Addr = r.sges[i][j-1].Addr
+				if bw && small {
+					sge.Addr = nextAddr(sge.Addr, step, uint64(j-1), r.rxAddr[i], cycle)
+				}
+			}
+			r.wrs[i][j] = verbs.RecvWR{ID: wrID(i*pl+j, i), SGL: r.sges[i][j : j+1 : j+1]}
+		}
+		for j := range perQP {
+			if err := r.post(i); err != nil {
+				return nil, fmt.Errorf("Couldn't post recv Qp = %d: counter=%d: %w", i, j, err)
+			}
+			if pl == 1 && bw && small {
+				r.sges[i][0].Addr = nextAddr(r.sges[i][0].Addr, step, uint64(j), r.rxAddr[i], cycle)
+			}
+		}
+		r.sges[i][0].Addr = r.rxAddr[i]
+		r.posted[i] = uint64(perQP * pl)
+	}
+	return r, nil
+}
+
+func (r *receiver) post(i int) error {
+	if r.e.cfg.UseSRQ {
+		_, err := r.e.srq.PostRecv(r.wrs[i])
+		return err
+	}
+	_, err := r.e.qps[i].PostRecv(r.wrs[i])
+	return err
+}
+
+// consumed accounts for one receive completion of QP qi and reposts as
+// perftest does: while more messages are expected (or in duration mode),
+// once recv_post_list receives are free.
+func (r *receiver) consumed(qi int, duration bool) error {
+	cfg := r.e.cfg
+	pl := uint64(cfg.RecvPostList)
+	r.rcnt[qi]++
+	r.unused[qi]++
+	if (duration || r.posted[qi]+pl <= cfg.Iters) && r.unused[qi] >= pl {
+		if err := r.post(qi); err != nil {
+			return fmt.Errorf("Couldn't post recv Qp=%d rcnt=%d: %w", qi, r.rcnt[qi], err)
+		}
+		r.unused[qi] -= pl
+		if recvSize(cfg, r.size) <= r.e.pageSize/2 && pl == 1 {
+			s := &r.sges[qi][0]
+			s.Addr = nextAddr(s.Addr, uint64(inc(r.size, r.e.cacheLine)), r.posted[qi], r.rxAddr[qi], uint64(r.e.pageSize))
+		}
+		r.posted[qi] += pl
+	}
+	return nil
+}
+
+// recvSize is perftest's SIZE(connection, size, 1) as the server sees it.
+func recvSize(cfg *Config, size int) int {
+	if cfg.Connection == verbs.UD {
+		return size + UDAddition
+	}
+	return size
+}
+
+// runBWServer is perftest's run_iter_bw_server: count receive completions
+// and repost, timing from the first to the last.
+func (e *endpoint) runBWServer(ctx context.Context, r *receiver) (samples, error) {
+	cfg := e.cfg
+	tot := cfg.Iters * uint64(cfg.NumQPs)
+	duration := cfg.Duration > 0
+	sm := samples{tposted: make([]int64, 1), tcompleted: make([]int64, 1)}
+	wc := make([]verbs.WC, 16)
+	imm := cfg.Verb == SendImm || cfg.Verb == WriteImm
+	var rcnt uint64
+	var dc *durationClock
+	first := true
+	for rcnt < tot || (duration && (dc == nil || dc.state.Load() != stateEnd)) {
+		if err := ctx.Err(); err != nil {
+			return sm, err
+		}
+		if cfg.Events {
+			if _, err := e.recvCh.Wait(ctx); err != nil {
+				return sm, fmt.Errorf(" Failed to notify events to CQ: %w", err)
+			}
+			if err := e.rcq.ReqNotify(false); err != nil {
+				return sm, fmt.Errorf(" Failed to notify events to CQ: %w", err)
+			}
+		}
+		for {
+			if duration && dc != nil && dc.state.Load() == stateEnd {
+				break
+			}
+			ne, err := e.rcq.Poll(wc)
+			if err != nil {
+				return sm, fmt.Errorf("Poll Receive CQ failed %w", err)
+			}
+			if ne == 0 {
+				break
+			}
+			if first {
+				first = false
+				if duration {
+					dc = startDuration(cfg.Duration, cfg.Margin)
+					defer func() { <-dc.done }()
+				} else {
+					sm.tposted[0] = clock.Now()
+				}
+			}
+			for k := range ne {
+				c := &wc[k]
+				qi := wrQP(c.ID)
+				if c.Status != verbs.WCSuccess {
+					return sm, &errCompletion{wc: *c, server: true, ccnt: r.rcnt[qi]}
+				}
+				if imm && c.Flags&verbs.WCWithImm == 0 {
+					return sm, fmt.Errorf(" Completion without immediate data at server: wr_id %d, rcnt=%d", int(uint32(c.ID)), rcnt)
+				}
+				rcnt++
+				if duration && dc.state.Load() == stateSample {
+					sm.iters++
+				}
+				if err := r.consumed(qi, duration); err != nil {
+					return sm, err
+				}
+			}
+		}
+	}
+	if duration {
+		sm.tposted[0], sm.tcompleted[0] = dc.start.Load(), dc.stop.Load()
+	} else {
+		sm.tcompleted[0] = clock.Now()
+		sm.iters = tot
+	}
+	return sm, nil
+}

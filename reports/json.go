@@ -1,0 +1,326 @@
+package reports
+
+import (
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// JSON output
+//
+// perftest's --out_json writes {"test_info": {...}, "results": {...}}, with
+// fixed key order and one key per line, and rewrites the file for every
+// printed row: an -a run keeps only the last size, --report-both leaves the
+// remote side's row, and --output writes a trailing comma (invalid JSON).
+// pvperf writes the same object extended so that nothing is lost and the
+// file is always valid JSON:
+//
+//	{
+//	"test_info": { perftest's keys, in perftest's order },
+//	"results": [ { perftest's result keys }, ... one object per printed row (per size) ],
+//	"local_results": [ ... ],   bidirectional runs: this side's own numbers
+//	"remote_results": [ ... ]   bidirectional runs: the peer's numbers
+//	}
+//
+// "results" is an array where perftest has one object; each object keeps
+// perftest's keys, order and precision: MsgSize, n_iterations, BW_peak,
+// BW_average (%.2f, %.6f for the 6-decimal Gb/s rows), MsgRate (%.6f),
+// [CPU_util] for BW; MsgSize, n_iterations, t_min, t_max, t_typical, t_avg,
+// t_stdev, percentile_99, percentile_99.9 (%.2f), [CPU_util] for latency;
+// MsgSize, n_iterations, t_avg, tps_average for duration-mode latency.
+// With --output an object holds perftest's single key (bw_avg, msgRate_avg,
+// avg_lat, or t_avg for duration latency, %f) without the trailing comma.
+// Latency objects add, after perftest's keys, "unit" ("usec" or "cycles")
+// and percentile_50, percentile_90, percentile_95 and percentile_99.99
+// (perftest's percentile rule, see LatencyResult.Percentile). Values that
+// are not finite (a zero-length window) are written as null.
+
+// JSONReport collects a run's results for the JSON file: append one row per
+// printed report, then write the file once with WriteJSON. A run fills BW,
+// Latency or LatencyDuration.
+type JSONReport struct {
+	// BW are the BW rows as printed (summed for -b).
+	BW []BWRow
+	// LocalBW and RemoteBW are each side's own results of a bidirectional
+	// run ("local_results", "remote_results").
+	LocalBW, RemoteBW []BWResult
+	// Latency are iteration-mode latency results.
+	Latency []LatencyResult
+	// LatencyDuration are duration-mode latency results.
+	LatencyDuration []LatencyDurationResult
+}
+
+// AddBW appends the row printed for local and, for a bidirectional run,
+// the remote result (nil otherwise); with a remote result both sides' own
+// results are kept too.
+func (r *JSONReport) AddBW(ti *TestInfo, local BWResult, remote *BWResult) {
+	r.BW = append(r.BW, NewBWRow(ti, local, remote))
+	if remote != nil {
+		r.LocalBW = append(r.LocalBW, local)
+		r.RemoteBW = append(r.RemoteBW, *remote)
+	}
+}
+
+// AddLatency appends an iteration-mode latency result.
+func (r *JSONReport) AddLatency(res LatencyResult) { r.Latency = append(r.Latency, res) }
+
+// AddLatencyDuration appends a duration-mode latency result.
+func (r *JSONReport) AddLatencyDuration(res LatencyDurationResult) {
+	r.LatencyDuration = append(r.LatencyDuration, res)
+}
+
+// jsonObject builds one object in perftest's layout: "{", one
+// `"key": value` per line, "}".
+type jsonObject struct {
+	keys, values []string
+}
+
+func (o *jsonObject) add(key, value string) {
+	o.keys = append(o.keys, key)
+	o.values = append(o.values, value)
+}
+
+func (o *jsonObject) str(key, value string) { o.add(key, jsonString(value)) }
+func (o *jsonObject) int(key string, v int64) {
+	o.add(key, strconv.FormatInt(v, 10))
+}
+func (o *jsonObject) uint(key string, v uint64) {
+	o.add(key, strconv.FormatUint(v, 10))
+}
+
+// float adds v formatted with a C format (%.2f, %.6f, %lf), or null.
+func (o *jsonObject) float(key, format string, v float64) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		o.add(key, "null")
+		return
+	}
+	o.add(key, cSprintf(format, v))
+}
+
+func (o *jsonObject) String() string {
+	var b strings.Builder
+	b.WriteString("{\n")
+	for i, k := range o.keys {
+		b.WriteString(jsonString(k))
+		b.WriteString(": ")
+		b.WriteString(o.values[i])
+		if i < len(o.keys)-1 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+func jsonString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r < 0x20:
+			b.WriteString(`\u00`)
+			b.WriteByte("0123456789abcdef"[r>>4])
+			b.WriteByte("0123456789abcdef"[r&0xf])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// testInfoJSON is perftest's write_test_info_to_file.
+func testInfoJSON(ti *TestInfo) *jsonObject {
+	o := &jsonObject{}
+	o.str("test", ti.JSONTestName())
+	if ti.Events {
+		o.str("Test with events", "Using_"+ti.Device+"_comp"+strconv.Itoa(ti.CompVector))
+	}
+	if ti.Multicast {
+		o.str("MultiCast_runs", "on_UD")
+	}
+	o.str("Dual_port", onOff(ti.DualPort))
+	o.str("Device", ti.Device)
+	o.int("Number_of_qps", int64(ti.NumQPs))
+	o.str("Transport_type", ti.Transport.String())
+	o.str("Connection_type", ti.Connection.String())
+	o.str("Using_SRQ", onOff(ti.SRQ))
+	o.str("PCIe_relax_order", orDefault(ti.RelaxedOrdering, On))
+	if ti.RelaxedOrderingWarning {
+		o.str("WARNING1", "CPU is not PCIe relaxed ordering compliant")
+		o.str("WARNING2", "You should disable PCIe RO with --disable_pcie_relaxed for both server and client")
+	}
+	o.str("ibv_wr_API", onOff(ti.WRAPI))
+	if !ti.Server || ti.Duplex {
+		o.int("TX_depth", int64(ti.TxDepth))
+	}
+	if ti.PostList > 1 {
+		o.int("Post_List", int64(ti.PostList))
+	}
+	if ti.RecvPostList > 1 {
+		o.int("Recv_Post_List", int64(ti.RecvPostList))
+	}
+	if ti.Verb.HasRecvCompletions() && (ti.Server || ti.Duplex) {
+		o.int("RX_depth", int64(ti.RxDepth))
+	}
+	if ti.Test == BWTest {
+		o.int("CQ_Moderation", int64(ti.CQMod))
+	}
+	o.int("Mtu", int64(ti.MTU))
+	o.str("Link_type", ti.Link.String())
+	if ti.MACForwarding {
+		o.int("Buffer_size", int64(ti.BufferSize))
+	}
+	if ti.GIDIndex != NotSet {
+		o.int("GID_index", int64(ti.GIDIndex))
+	}
+	if ti.DualPort && ti.GIDIndex2 != NotSet {
+		o.int("GID_index2", int64(ti.GIDIndex2))
+	}
+	if ti.Verb != Read && ti.Verb != Atomic {
+		o.int("Max_inline_data", int64(ti.InlineSize))
+	} else {
+		o.int("Outstand_reads", int64(ti.OutReads))
+	}
+	o.str("rdma_cm_QPs", onOff(ti.RdmaCMQPs))
+	o.str("Use_ROCm_memory", orDefault(ti.ROCmMemory, Off))
+	o.str("Use_MUSA_memory", orDefault(ti.MUSAMemory, Off))
+	o.str("Data_ex_method", exchangeMethod(ti))
+	if ti.RdmaCMQPs && ti.TOS != NotSet {
+		o.int("TOS", int64(ti.TOS))
+	}
+	return o
+}
+
+func (ti *TestInfo) cpuJSON(o *jsonObject, cpu float32) {
+	if ti.CPUUtil {
+		o.float("CPU_util", "%.2f", float64(cpu))
+	}
+}
+
+// bwJSON is perftest's write_bw_report_to_file for one row.
+func bwJSON(ti *TestInfo, row BWRow) *jsonObject {
+	o := &jsonObject{}
+	r := row.BWResult
+	switch ti.Output {
+	case OutputBandwidth:
+		o.float("bw_avg", "%lf", r.Average)
+	case OutputMessageRate:
+		o.float("msgRate_avg", "%lf", r.MsgRate)
+	default:
+		f := "%.2lf"
+		if row.ExtendedAccuracy {
+			f = "%.6lf"
+		}
+		o.uint("MsgSize", r.Size)
+		o.uint("n_iterations", r.Iters)
+		o.float("BW_peak", f, r.Peak)
+		o.float("BW_average", f, r.Average)
+		o.float("MsgRate", "%.6lf", r.MsgRate)
+		ti.cpuJSON(o, r.CPUUtil)
+	}
+	return o
+}
+
+// latencyJSON is perftest's write_report_lat_to_file, with pvperf's extra
+// keys after perftest's.
+func latencyJSON(ti *TestInfo, r *LatencyResult) *jsonObject {
+	o := &jsonObject{}
+	if ti.Output == OutputLatency {
+		o.float("avg_lat", "%lf", r.Avg)
+		return o
+	}
+	o.uint("MsgSize", r.Size)
+	o.uint("n_iterations", r.Iters)
+	o.float("t_min", "%.2f", r.Min)
+	o.float("t_max", "%.2f", r.Max)
+	o.float("t_typical", "%.2f", r.Typical)
+	o.float("t_avg", "%.2f", r.Avg)
+	o.float("t_stdev", "%.2f", r.Stdev)
+	o.float("percentile_99", "%.2f", r.P99)
+	o.float("percentile_99.9", "%.2f", r.P999)
+	ti.cpuJSON(o, r.CPUUtil)
+	o.str("unit", orDefault(r.Unit, "usec"))
+	o.float("percentile_50", "%.2f", r.Percentile(0.50))
+	o.float("percentile_90", "%.2f", r.Percentile(0.90))
+	o.float("percentile_95", "%.2f", r.Percentile(0.95))
+	o.float("percentile_99.99", "%.2f", r.Percentile(0.9999))
+	return o
+}
+
+// latencyDurationJSON is perftest's write_report_lat_duration_to_file.
+func latencyDurationJSON(ti *TestInfo, r LatencyDurationResult) *jsonObject {
+	o := &jsonObject{}
+	if ti.Output == OutputLatency {
+		o.float("t_avg", "%lf", r.Avg)
+		return o
+	}
+	o.uint("MsgSize", r.Size)
+	o.uint("n_iterations", r.Iters)
+	o.float("t_avg", "%.2f", r.Avg)
+	o.float("tps_average", "%.2f", r.TPS)
+	ti.cpuJSON(o, r.CPUUtil)
+	return o
+}
+
+func jsonArray(objs []*jsonObject) string {
+	if len(objs) == 0 {
+		return "[]"
+	}
+	var b strings.Builder
+	b.WriteString("[\n")
+	for i, o := range objs {
+		b.WriteString(o.String())
+		if i < len(objs)-1 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+// JSON returns the JSON document for a run (see the schema above).
+func JSON(ti *TestInfo, r *JSONReport) string {
+	var results []*jsonObject
+	for _, row := range r.BW {
+		results = append(results, bwJSON(ti, row))
+	}
+	for i := range r.Latency {
+		results = append(results, latencyJSON(ti, &r.Latency[i]))
+	}
+	for _, d := range r.LatencyDuration {
+		results = append(results, latencyDurationJSON(ti, d))
+	}
+	var b strings.Builder
+	b.WriteString("{\n\"test_info\": ")
+	b.WriteString(testInfoJSON(ti).String())
+	b.WriteString(",\n\"results\": ")
+	b.WriteString(jsonArray(results))
+	if len(r.LocalBW) > 0 || len(r.RemoteBW) > 0 {
+		side := func(rs []BWResult) string {
+			objs := make([]*jsonObject, len(rs))
+			for i, res := range rs {
+				objs[i] = bwJSON(ti, NewBWRow(ti, res, nil))
+			}
+			return jsonArray(objs)
+		}
+		b.WriteString(",\n\"local_results\": ")
+		b.WriteString(side(r.LocalBW))
+		b.WriteString(",\n\"remote_results\": ")
+		b.WriteString(side(r.RemoteBW))
+	}
+	b.WriteString("\n}\n")
+	return b.String()
+}
+
+// WriteJSON writes JSON(ti, r) to w.
+func WriteJSON(w io.Writer, ti *TestInfo, r *JSONReport) error {
+	return writeString(w, JSON(ti, r))
+}
