@@ -509,8 +509,7 @@ func (p *pd) RegMR(b []byte, access verbs.Access) (verbs.MR, error) {
 	e.addr = addr
 	e.length = uint64(len(b))
 	h.mrSerial++
-	store(&e.serial, h.mrSerial)
-	store(&e.key, key)
+	atomic.StoreUint64(&e.keySerial, uint64(h.mrSerial)<<32|uint64(key))
 	return &mr{p: p, mem: m, idx: idx, key: key, b: b, access: access}, nil
 }
 
@@ -523,7 +522,7 @@ func (m *mr) Access() verbs.Access { return m.access }
 func (m *mr) Close() error {
 	m.once.Do(func() {
 		h := m.p.c.h
-		store(&h.tab.mrs[m.idx].key, 0)
+		atomic.StoreUint64(&h.tab.mrs[m.idx].keySerial, 0)
 		h.quiesce()
 		h.mu.Lock()
 		h.freeMR = append(h.freeMR, m.idx)

@@ -43,6 +43,7 @@ type remote struct {
 	valid  bool
 	qpn    uint32
 	p      *peer
+	owner  *uint32 // the peer's liveness word (see tableHeader.owner)
 	ctx    *qpCtx
 	idx    uint32
 	gen    uint32
@@ -85,6 +86,7 @@ func (h *host) resolve(r *remote, qpn uint32) bool {
 		return false
 	}
 	r.p, r.ctx, r.idx, r.gen, r.qpn = p, ctx, idx, gen, qpn
+	r.owner = &p.tab.hdr.owner
 	r.dev = &p.tab.devs[ctx.dev]
 	if load(&r.dev.live) == 0 {
 		return false
@@ -169,6 +171,40 @@ func (q *qp) execute() {
 	if q.stalled {
 		return
 	}
+	if load(&q.sh.state) == uint32(verbs.StateRTS) {
+		// The fast path: run WQEs while fastExec takes them.
+		tail := q.dsq.Producer()
+		if !q.dsq.Valid(tail) {
+			return
+		}
+		head := q.sqHead
+		for head != tail {
+			w := q.dsq.WQE(head)
+			n, done := q.fastExec(w)
+			if !done {
+				break
+			}
+			head = q.dsq.Next(head)
+			if q.sigAll || binary.LittleEndian.Uint32(w[20:])&pvrdma.FlagSignaled != 0 {
+				q.sqHead = head
+				q.dsq.SetConsumer(head)
+				if !q.complete(pvrdma.SendWQE(w), ok(n)) {
+					q.sendError()
+					return
+				}
+			}
+		}
+		q.sqHead = head
+		if head == tail {
+			q.dsq.SetConsumer(head)
+			return
+		}
+	}
+	q.executeSlow()
+}
+
+// executeSlow is the general path: every opcode, QP type and error.
+func (q *qp) executeSlow() {
 	switch q.state() {
 	case verbs.StateRTS:
 	case verbs.StateErr, verbs.StateSQE:
@@ -204,6 +240,7 @@ func (q *qp) execute() {
 			} else {
 				q.retryLeft--
 			}
+			q.retriesUsed = true
 			q.stall(ackTimeout(q.attr.Timeout))
 			q.dsq.SetConsumer(q.sqHead)
 			return
@@ -215,6 +252,7 @@ func (q *qp) execute() {
 				}
 				q.rnrLeft--
 			}
+			q.retriesUsed = true
 			q.stall(r.rnrWait)
 			q.dsq.SetConsumer(q.sqHead)
 			return
@@ -226,6 +264,7 @@ func (q *qp) execute() {
 			q.sendError()
 			return
 		}
+		q.retriesUsed = false
 		q.retryLeft, q.rnrLeft = int(q.attr.RetryCnt), int(q.attr.RNRRetry)
 		if q.sigAll || w.Flags()&pvrdma.FlagSignaled != 0 {
 			q.dsq.SetConsumer(q.sqHead)
@@ -355,25 +394,22 @@ func (q *qp) local(s verbs.SGE, need verbs.Access) ([]byte, bool) {
 }
 
 // mrCache remembers the last memory region a QP used on one side, so that
-// the common case (the same region again) costs three loads: the entry's
-// key and serial number still match, and the region is still mapped since
+// the common case (the same region again) costs one load: the entry's key
+// and serial number still match, and the region is still mapped since
 // memory cannot be freed while registered.
 type mrCache struct {
 	key    uint32
-	serial uint32
-	pd     uint32
 	access verbs.Access
+	ks     uint64 // the entry's keySerial when cached
+	pd     uint32
 	e      *mrEntry
 	addr   uint64
 	b      []byte
 }
 
 func (c *mrCache) get(p *peer, key, pdID uint32, addr, n uint64, need verbs.Access) ([]byte, bool) {
-	if key == c.key && key != 0 && load(&c.e.key) == key && load(&c.e.serial) == c.serial && pdID == c.pd && c.access&need == need {
-		if off := addr - c.addr; addr >= c.addr && n <= uint64(len(c.b)) && off <= uint64(len(c.b))-n {
-			return c.b[off : off+n : off+n], true
-		}
-		return nil, false
+	if b, ok := c.hit(key, addr, n, need); ok && pdID == c.pd {
+		return b, true
 	}
 	return c.fill(p, key, pdID, addr, n, need)
 }
@@ -384,19 +420,16 @@ func (c *mrCache) fill(p *peer, key, pdID uint32, addr, n uint64, need verbs.Acc
 		return nil, false
 	}
 	e := &p.tab.mrs[(key>>8)&(maxMRs-1)]
-	serial := load(&e.serial)
-	if load(&e.key) != key || e.pd != pdID {
+	ks := atomic.LoadUint64(&e.keySerial)
+	if uint32(ks) != key || e.pd != pdID {
 		return nil, false
 	}
 	all := p.bytes(e.seg, e.segOff, int(e.length))
-	if all == nil || load(&e.key) != key || load(&e.serial) != serial {
+	if all == nil || atomic.LoadUint64(&e.keySerial) != ks {
 		return nil, false
 	}
-	*c = mrCache{key: key, serial: serial, pd: pdID, access: verbs.Access(e.access), e: e, addr: e.addr, b: all}
-	if c.access&need != need {
-		return nil, false
-	}
-	return c.get(p, key, pdID, addr, n, need)
+	*c = mrCache{key: key, ks: ks, pd: pdID, access: verbs.Access(e.access), e: e, addr: e.addr, b: all}
+	return c.hit(key, addr, n, need)
 }
 
 // gather checks the local SGEs of w and stores their bytes in q.srcs; it

@@ -37,19 +37,20 @@ type qp struct {
 	dead bool
 
 	// Requester state, guarded by the send lock (QP.LockSend).
-	sqHead    uint32
-	sqPSN     uint32
-	rnrLeft   int
-	retryLeft int
-	stalled   bool
-	retryDone bool // the last retransmission was lost too
-	timerSeq  uint64
-	rem       remote
-	ud        remote  // last UD destination
-	lmr       mrCache // last local memory region
-	srcs      [64][]byte
-	rwqe      [pvrdma.RecvHdrSize + 64*pvrdma.SGESize]byte
-	grh       [40]byte
+	sqHead      uint32
+	sqPSN       uint32
+	rnrLeft     int
+	retryLeft   int
+	stalled     bool
+	retryDone   bool // the last retransmission was lost too
+	retriesUsed bool // retryLeft or rnrLeft is below its start value
+	timerSeq    uint64
+	rem         remote
+	ud          remote  // last UD destination
+	lmr         mrCache // last local memory region
+	srcs        [64][]byte
+	rwqe        [pvrdma.RecvHdrSize + 64*pvrdma.SGESize]byte
+	grh         [40]byte
 }
 
 var _ verbs.QP = (*qp)(nil)

@@ -129,16 +129,21 @@ type srqCtx struct {
 }
 
 type mrEntry struct {
-	key    uint32 // full key while valid, 0 otherwise (atomic)
-	access uint32
-	pd     uint32
-	seg    uint32
-	segOff uint64
-	addr   uint64
-	length uint64
-	serial uint32 // registration number, never reused (atomic)
-	_      [20]byte
+	// key (low half: the full key while valid, 0 otherwise) and serial
+	// (high half: registration number, never reused) in one word, so a
+	// requester's cache checks both with one load (atomic).
+	keySerial uint64
+	access    uint32
+	pd        uint32
+	seg       uint32
+	_         uint32
+	segOff    uint64
+	addr      uint64
+	length    uint64
+	_         [16]byte
 }
+
+func (e *mrEntry) key() uint32 { return uint32(atomic.LoadUint64(&e.keySerial)) }
 
 type chanCtx struct {
 	lock uint32

@@ -2,7 +2,9 @@ package pvrdma
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/pvperf/pvperf/internal/mmio"
 	"github.com/pvperf/pvperf/internal/unix"
@@ -33,19 +35,25 @@ type AddressVector interface {
 type Queue struct {
 	Ring
 	wqes   []byte
+	base   unsafe.Pointer // &wqes[0]
 	stride int
+	shift  uint // log2(stride)
 }
 
 // NewQueue returns the queue whose ring state is at buf[ringOff] and whose
-// n WQEs of stride bytes start at wqes[0].
+// n WQEs of stride bytes (a power of two) start at wqes[0].
 func NewQueue(buf []byte, ringOff int, wqes []byte, n, stride int) Queue {
-	return Queue{Ring: NewRing(buf, ringOff, n), wqes: wqes[: n*stride : n*stride], stride: stride}
+	if stride <= 0 || stride&(stride-1) != 0 {
+		panic("pvrdma: WQE stride not a power of two")
+	}
+	w := wqes[: n*stride : n*stride]
+	return Queue{Ring: NewRing(buf, ringOff, n), wqes: w, base: unsafe.Pointer(&w[0]), stride: stride, shift: uint(bits.TrailingZeros(uint(stride)))}
 }
 
 // WQE returns the WQE at ring index idx.
 func (q *Queue) WQE(idx uint32) []byte {
-	off := q.Slot(idx) * q.stride
-	return q.wqes[off : off+q.stride : off+q.stride]
+	// idx&(n-1) < n, so the slot lies inside wqes.
+	return (*[1 << 30]byte)(unsafe.Add(q.base, uintptr(idx&(q.n-1))<<q.shift))[:q.stride:q.stride]
 }
 
 // Stride returns the WQE size.
@@ -78,7 +86,8 @@ type QP struct {
 	typ    verbs.QPType
 	atom   bool
 	srq    bool
-	closed bool // under both locks
+	opMask uint8 // bit op set when this QP may post opcode op
+	closed bool  // under both locks
 	cap    verbs.QPCap
 	_      pad
 	rmu    mmio.SpinLock
@@ -95,6 +104,11 @@ type pad [64]byte
 // NewQP builds the driver side of a QP over its buffers.
 func NewQP(c QPConfig) *QP {
 	q := &QP{handle: c.Handle, typ: c.Type, cap: c.Cap, srq: c.Layout.RecvWR == 0, atom: c.Atomics, uar: c.UAR, res: c.Resolver}
+	for op := verbs.OpRDMAWrite; op <= verbs.OpAtomicFetchAdd; op++ {
+		if opcodeAllowed(q.typ, op) && (q.atom || op < verbs.OpAtomicCmpSwap) {
+			q.opMask |= 1 << op
+		}
+	}
 	q.sq = NewQueue(c.SendBuf, TxRingOffset, c.SendBuf[PageSize:], c.Layout.SendWR, c.Layout.SendStride)
 	if !q.srq {
 		q.rq = NewQueue(c.SendBuf, RxRingOffset, c.RecvBuf, c.Layout.RecvWR, c.Layout.RecvStride)
@@ -219,16 +233,17 @@ func (q *QP) PostSend(wrs []verbs.SendWR) (int, error) {
 }
 
 func (q *QP) encodeSend(w []byte, wr *verbs.SendWR) error {
-	if !opcodeAllowed(q.typ, wr.Opcode) {
+	if wr.Opcode > verbs.OpAtomicFetchAdd || q.opMask>>wr.Opcode&1 == 0 {
+		if wr.Opcode <= verbs.OpAtomicFetchAdd && opcodeAllowed(q.typ, wr.Opcode) {
+			return errAtomics
+		}
 		return errOpcode
 	}
-	if (wr.Opcode == verbs.OpAtomicCmpSwap || wr.Opcode == verbs.OpAtomicFetchAdd) && !q.atom {
-		return errAtomics
-	}
-	w = w[:SendHdrSize:len(w)]
+	w = w[: SendHdrSize+SGESize : len(w)] // every send WQE holds at least one SGE
 	nsge := uint32(len(wr.SGL))
 	var total uint32
-	if wr.Flags&verbs.SendInline != 0 {
+	switch {
+	case wr.Flags&verbs.SendInline != 0:
 		if q.cap.MaxInlineData == 0 || q.res == nil {
 			return errInline
 		}
@@ -238,7 +253,7 @@ func (q *QP) encodeSend(w []byte, wr *verbs.SendWR) error {
 		if int(total) > q.cap.MaxInlineData {
 			return errInlineSize
 		}
-		body := w[SendHdrSize : SendHdrSize+int(total)]
+		body := w[SendHdrSize:cap(w)][:total]
 		for i := range wr.SGL {
 			s := &wr.SGL[i]
 			src, ok := q.res.Resolve(s.Addr, int(s.Length))
@@ -248,11 +263,16 @@ func (q *QP) encodeSend(w []byte, wr *verbs.SendWR) error {
 			body = body[copy(body, src):]
 		}
 		nsge = 0
-	} else {
+	case nsge == 1:
+		s := &wr.SGL[0]
+		binary.LittleEndian.PutUint64(w[SendHdrSize:], s.Addr)
+		binary.LittleEndian.PutUint32(w[SendHdrSize+8:], s.Length)
+		binary.LittleEndian.PutUint32(w[SendHdrSize+12:], s.LKey)
+	default:
 		if len(wr.SGL) > q.cap.MaxSendSGE {
 			return errSendSGE
 		}
-		sges := w[SendHdrSize : SendHdrSize+len(wr.SGL)*SGESize]
+		sges := w[SendHdrSize:cap(w)][:len(wr.SGL)*SGESize]
 		for i := range wr.SGL {
 			encodeSGE(sges[i*SGESize:], &wr.SGL[i])
 		}
@@ -268,18 +288,19 @@ func (q *QP) encodeSend(w []byte, wr *verbs.SendWR) error {
 	}
 	binary.BigEndian.PutUint32(w[sqImm:], imm)
 	binary.LittleEndian.PutUint32(w[sqReserved:], 0)
-	u := w[sqUnion:SendHdrSize]
-	clear(u)
 	switch wr.Opcode {
 	case verbs.OpRDMAWrite, verbs.OpRDMAWriteImm, verbs.OpRDMARead:
 		binary.LittleEndian.PutUint64(w[sqRemoteAddr:], wr.RemoteAddr)
-		binary.LittleEndian.PutUint32(w[sqRKey:], wr.RKey)
+		binary.LittleEndian.PutUint64(w[sqRKey:], uint64(wr.RKey)) // rkey and its 4 reserved bytes
+		clear(w[48:SendHdrSize])
 	case verbs.OpAtomicCmpSwap, verbs.OpAtomicFetchAdd:
 		binary.LittleEndian.PutUint64(w[sqAtomicAddr:], wr.RemoteAddr)
 		binary.LittleEndian.PutUint64(w[sqCompareAdd:], wr.CompareAdd)
 		binary.LittleEndian.PutUint64(w[sqSwap:], wr.Swap)
-		binary.LittleEndian.PutUint32(w[sqAtomicRKey:], wr.RKey)
+		binary.LittleEndian.PutUint64(w[sqAtomicRKey:], uint64(wr.RKey))
+		clear(w[64:SendHdrSize])
 	default:
+		clear(w[sqUnion:SendHdrSize])
 		if q.typ == verbs.UD {
 			ah, ok := wr.AH.(AddressVector)
 			if !ok {

@@ -1,0 +1,223 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/pvperf/pvperf/bench"
+	"github.com/pvperf/pvperf/verbs"
+)
+
+// forceDependencies is perftest's force_dependecies(): the checks between
+// options and the values derived from them, in perftest's order, with
+// perftest's messages on perftest's streams. Checks that only concern
+// options pvperf rejects while parsing (XRC, DC, SRD, multicast, rdma_cm,
+// dual port, raw Ethernet, accelerator memory, the rate limiter, data
+// validation, vendor features) are left out.
+//
+// Left to the engine, because they need the device or the peer:
+//   - the MTU: -m values other than 256..4096 ("Invalid MTU ... Will run with
+//     the port active mtu"), clipping to the active MTU ("Requested mtu is
+//     higher than active mtu"), and the minimum of both sides;
+//   - UD messages larger than the MTU (shrunk with "Max msg size in UD is
+//     MTU", or an error when -s was given explicitly);
+//   - the inline size when -I is not given (Config.Inline == -1: 220 for
+//     write_lat, 236/188 for send_lat RC,UC/UD, 0 otherwise, capped by the
+//     device; "Device not recognized to implement inline feature");
+//   - outstanding reads (Config.OutReads == 0: the device's max_qp_rd_atom;
+//     above it, "Number of outstanding reads is above max");
+//   - the link layer (or --force-link), GID auto-selection when -x is not
+//     given on RoCE, port state, P_Key index clipping, completion vector
+//     against the device's vectors, and SRQ/atomic/UC support.
+func (p *parser) forceDependencies() error {
+	c := &p.cfg
+	bw := p.test.bw()
+	lat := p.test.lat()
+	recv := p.verb.HasReceives()
+
+	if p.verb == bench.Write {
+		c.RxDepth = 1
+	}
+	if p.method != runInfinitely && !p.durationMode {
+		if uint64(c.TxDepth) > c.Iters {
+			c.TxDepth = int(c.Iters)
+		}
+		if recv && uint64(c.RxDepth) > c.Iters {
+			c.RxDepth = int(c.Iters)
+		}
+		if c.Connection == verbs.UD || c.Connection == verbs.UC {
+			if c.UseSRQ && c.Iters <= 100 {
+				c.RxDepth = 100
+			}
+			if c.RxDepth == bench.DefaultRecvRxDepth {
+				c.RxDepth = int(min(c.Iters, 16000))
+			}
+		}
+	}
+
+	// CQ moderation is pointless with large messages (and distorts the
+	// numbers), except where perftest cannot change it: UD, -a, events.
+	if c.Size > 8192 && c.Connection != verbs.UD && p.method != runAll && !c.Events {
+		if !p.reqCQMod {
+			c.CQMod = 1
+		} else if c.CQMod > 1 {
+			fmt.Fprint(p.stdout, resultLine+
+				"Warning: Large message requested and CQ moderation enabled\n"+
+				"Warning: It can lead to inaccurate results\n")
+		}
+	}
+	c.CQMod = min(c.CQMod, c.TxDepth)
+
+	if p.verb == bench.Read || p.verb == bench.Atomic {
+		c.Inline = 0
+	}
+	if p.method == runAll {
+		c.Size = bench.MaxSize
+	}
+	if p.verb == bench.Atomic && c.Size != bench.DefaultAtomicSize {
+		return p.depErrOut("Message size cannot be changed for Atomic tests \n")
+	}
+	if c.UseSRQ && p.verb != bench.Send && p.verb != bench.SendImm {
+		return p.depErrOut(" Using SRQ only avavilible in SEND / SEND_IMM tests.\n")
+	}
+	if c.UseSRQ && c.NumQPs > c.RxDepth {
+		return p.depErrOut(" Using SRQ depth should be greater than number of QPs.\n")
+	}
+
+	if c.PostList > 1 {
+		if !bw {
+			return p.depErr("Post list is supported in BW tests only\n")
+		}
+		if !p.durationMode && c.Iters%uint64(c.PostList) != 0 {
+			return p.depErr("Number of iterations must be a multiple of post list size\n")
+		}
+		if !p.reqCQMod {
+			c.CQMod = c.PostList
+			fmt.Fprint(p.stdout, resultLine+"Post List requested - CQ moderation will be the size of the post list\n")
+		} else if c.PostList%c.CQMod != 0 {
+			return p.depErr("Post list size must be a multiple of CQ moderation\n")
+		}
+	}
+	if c.RecvPostList > 1 {
+		if !bw {
+			return p.depErr("Receive post list is supported in BW tests only\n")
+		}
+		if !p.durationMode && c.Iters%uint64(c.RecvPostList) != 0 {
+			return p.depErr("Number of iterations must be a multiple of receive post list size\n")
+		}
+	}
+
+	if p.durationMode {
+		// Iterations become the counter of completions in the window.
+		c.Iters = 0
+		p.noPeak(bw)
+		if c.Events {
+			return p.depErr("Duration mode doesn't work with events.\n")
+		}
+		if p.method == runAll {
+			return p.depErr("Duration mode currently doesn't support running on all sizes.\n")
+		}
+	}
+	if !p.durationMode && c.CPUUtil {
+		fmt.Fprint(p.stdout, resultLine)
+		fmt.Fprint(p.stderr, " CPU Utilization works only with Duration mode.\n")
+	}
+
+	if p.tos != -1 {
+		return p.stdoutExit(" TOS only valid for rdma_cm based QP and RawEth QP \n")
+	}
+	if p.hopLimit != 64 {
+		return p.stdoutExit(" Hop limit only valid for RawEth QP \n")
+	}
+
+	// A unidirectional receiver counts completions as they arrive: it has
+	// no posting times to compute a peak from.
+	if recv && bw && !p.client && !c.Bidirectional {
+		p.noPeak(true)
+	}
+
+	if p.method == runInfinitely {
+		p.noPeak(bw)
+		p.durationMode = true
+		switch {
+		case c.Events:
+			return p.depErr(" run_infinitely does not support events feature yet.\n")
+		case lat:
+			return p.depErr(" run_infinitely exists only in BW tests for now.\n")
+		case c.Bidirectional && recv:
+			return p.depErr(" run_infinitely mode is not supported in SEND, SEND_IMM or WRITE_IMM " +
+				"Bidirectional BW test\n")
+		}
+	}
+
+	if c.Events && p.verb == bench.Write {
+		return p.depErr(" Events feature not available on WRITE verb\n")
+	}
+	if c.Output != bench.OutputFull {
+		if bw && c.Output != bench.OutputBandwidth && c.Output != bench.OutputMessageRate {
+			return p.depErr(" Output verbosity level for BW can be: bandwidth, message_rate\n")
+		}
+		if lat && c.Output != bench.OutputLatency {
+			return p.depErr(" Output verbosity level for LAT can be: latency\n")
+		}
+	}
+	if c.LatencyGap > 0 && !lat {
+		return p.depErr(" Latency gap feature is only for latency tests\n")
+	}
+	if p.durationMode && p.margin == -1 {
+		p.margin = p.duration / 4
+	}
+
+	// perftest's workaround for odd receive depths.
+	if recv && c.RxDepth%2 == 1 && p.method == runRegular {
+		c.RxDepth++
+	}
+	// The peak is an O(n²) search: perftest skips it for long runs.
+	if !p.durationMode && c.Iters > 20000 && !c.NoPeak && bw {
+		p.noPeak(true)
+	}
+	if !(p.duration > 2*p.margin) {
+		return p.depErr("please check that DURATION > 2*MARGIN\n")
+	}
+	if !c.Events && p.useEqNum {
+		return p.exitErr(" Events must be enabled to select a completion vector\n")
+	}
+
+	// perftest's main only checks for the SEND verb here, not SEND_IMM.
+	if (!p.durationMode && c.Iters < 3000) || (bw && c.Bidirectional && p.verb == bench.Send) || lat {
+		fmt.Fprint(p.stdout, "Disabling dynamic polling\n")
+		p.ext.DynamicPolling = false
+	}
+	if !p.ext.DynamicPolling && !p.useCQEPoll && c.NumQPs > 2048 && c.Size > 8192 {
+		fmt.Fprint(p.stdout, "Increasing CQE polling batch to 64\n")
+		p.ext.CQEPollBatch = 64
+	}
+
+	c.Verb = p.verb
+	c.AllSizes = p.method == runAll
+	c.RunInfinitely = p.method == runInfinitely
+	if p.durationMode {
+		c.Duration = p.duration
+		c.Margin = p.margin
+	} else {
+		c.Margin = max(p.margin, 0)
+	}
+	if c.OutReads < 0 {
+		c.OutReads = 0 // perftest: "<= 0" means the device's maximum
+	}
+	return nil
+}
+
+// noPeak disables the BW peak, warning (on BW tests) when it was on.
+func (p *parser) noPeak(warn bool) {
+	if !p.cfg.NoPeak && warn {
+		fmt.Fprint(p.stdout, " WARNING: BW peak won't be measured in this run.\n")
+	}
+	p.cfg.NoPeak = true
+}
+
+// stdoutExit prints msg to stdout, for the checks perftest reports there
+// before exiting.
+func (p *parser) stdoutExit(msg string) error {
+	fmt.Fprint(p.stdout, msg)
+	return &Failure{Msg: msg}
+}

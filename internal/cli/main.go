@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/pvperf/pvperf/bench"
+	"github.com/pvperf/pvperf/devices"
+	"github.com/pvperf/pvperf/verbs"
+)
+
+// Version is pvperf's own version, printed by -V after the perftest
+// protocol version. Release builds set it with
+//
+//	go build -ldflags "-X github.com/pvperf/pvperf/internal/cli.Version=1.2.3"
+var Version = "devel"
+
+// Main runs test ("write_bw", ...) with the command line args (without the
+// program name), as perftest's main does: it parses and checks the
+// options, chooses the device and runs the benchmark. It returns the exit
+// status: 0 on success, 1 on any error, and 1 after -h and -V as perftest.
+// The first interrupt (Ctrl-C) cancels the run's context; a second one
+// kills the process.
+func Main(test string, args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	context.AfterFunc(ctx, stop)
+	return MainContext(ctx, test, args, stdout, stderr)
+}
+
+// MainContext is Main with the caller's context.
+func MainContext(ctx context.Context, test string, args []string, stdout, stderr io.Writer) int {
+	opts, err := ParseOptions(test, args, stdout, stderr)
+	if err != nil {
+		var f *Failure
+		if !errors.As(err, &f) && !errors.Is(err, ErrHelp) && !errors.Is(err, ErrVersion) {
+			fmt.Fprintf(stderr, " %v\n", err)
+		}
+		return 1
+	}
+	dev, ok := findDevice(opts.Device, stderr)
+	if !ok {
+		return 1
+	}
+	if err := bench.Run(ctx, opts.Config, dev, stdout, stderr); err != nil {
+		// bench.ErrUsage marks errors the engine reported in perftest's
+		// words already.
+		if !errors.Is(err, bench.ErrUsage) {
+			fmt.Fprintf(stderr, " %v\n", err)
+		}
+		return 1
+	}
+	return 0
+}
+
+// findDevice chooses the device as perftest's ctx_find_dev does: the one
+// called name, or the first one, with perftest's messages when there is
+// none.
+func findDevice(name string, stderr io.Writer) (verbs.Device, bool) {
+	dev, err := devices.Find(name)
+	if err == nil {
+		return dev, true
+	}
+	switch {
+	case !errors.Is(err, devices.ErrNoDevice):
+		fmt.Fprintf(stderr, " %v\n", err)
+	case name == "":
+		fmt.Fprint(stderr, " Did not detect devices \n If device exists, check if driver is up\n")
+	default:
+		if list, lerr := devices.List(); lerr == nil && len(list) == 0 {
+			fmt.Fprint(stderr, " Did not detect devices \n If device exists, check if driver is up\n")
+		} else {
+			fmt.Fprintf(stderr, "IB device %s not found\n", name)
+		}
+	}
+	fmt.Fprint(stderr, " Unable to find the Infiniband/RoCE device\n")
+	return nil, false
+}
