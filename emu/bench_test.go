@@ -559,3 +559,50 @@ func BenchmarkTwoProcess(b *testing.B) {
 		b.ReportMetric(half/float64(base.Nanoseconds()), "x_bare")
 	})
 }
+
+// BenchmarkSendRecvCost is one thread playing both sides of the ping-pong:
+// the CPU cost of a SEND, its receive completion, the repost and the send
+// completion, without the cost of moving cache lines between cores.
+func BenchmarkSendRecvCost(b *testing.B) {
+	ctx := openBench(b)
+	defer ctx.Close()
+	x, y := newEndpoint(b, ctx, 1<<16), newEndpoint(b, ctx, 1<<16)
+	defer x.close()
+	defer y.close()
+	if err := x.connect(y.info()); err != nil {
+		b.Fatal(err)
+	}
+	if err := y.connect(x.info()); err != nil {
+		b.Fatal(err)
+	}
+	prepostRecvs(b, x, 8)
+	prepostRecvs(b, y, 8)
+	send := func(e *endpoint) []verbs.SendWR {
+		return []verbs.SendWR{{Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
+			SGL: []verbs.SGE{{Addr: e.mr.Addr(), Length: 2, LKey: e.mr.LKey()}}}}
+	}
+	recv := func(e *endpoint) []verbs.RecvWR {
+		return []verbs.RecvWR{{SGL: []verbs.SGE{{Addr: e.mr.Addr() + 4096, Length: 64, LKey: e.mr.LKey()}}}}
+	}
+	sx, sy, rx, ry := send(x), send(y), recv(x), recv(y)
+	wc := make([]verbs.WC, 4)
+	hop := func(from *endpoint, s []verbs.SendWR, to *endpoint, r []verbs.RecvWR) {
+		if _, err := from.qp.PostSend(s); err != nil {
+			b.Fatal(err)
+		}
+		if n, _ := to.rcq.Poll(wc); n != 1 || wc[0].Err() != nil {
+			b.Fatal("no receive completion")
+		}
+		if _, err := to.qp.PostRecv(r); err != nil {
+			b.Fatal(err)
+		}
+		if n, _ := from.scq.Poll(wc); n != 1 || wc[0].Err() != nil {
+			b.Fatal("no send completion")
+		}
+	}
+	for b.Loop() {
+		hop(x, sx, y, ry)
+		hop(y, sy, x, rx)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/hop")
+}

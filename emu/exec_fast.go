@@ -39,17 +39,20 @@ func (c *mrCache) hit(key uint32, addr, n uint64, need verbs.Access) ([]byte, bo
 
 // fastExec executes w on the fast path and returns the message length, or
 // false, having changed nothing, to leave w to the general path. It takes
-// RDMA WRITE without immediate, of one SGE or inline, on RC and UC.
+// RDMA WRITE without immediate and SEND with or without immediate, of one
+// SGE or inline, on RC and UC.
 func (q *qp) fastExec(w []byte) (uint32, bool) {
 	if len(w) < pvrdma.SendHdrSize+pvrdma.SGESize || q.typ == verbs.UD || q.retriesUsed {
 		return 0, false
 	}
-	if binary.LittleEndian.Uint32(w[16:]) != uint32(pvrdma.OpRDMAWrite) {
+	op := pvrdma.Opcode(binary.LittleEndian.Uint32(w[16:]))
+	if op != pvrdma.OpRDMAWrite && op != pvrdma.OpSend && op != pvrdma.OpSendWithImm {
 		return 0, false
 	}
+	flags := binary.LittleEndian.Uint32(w[20:])
 	// The payload.
 	var src []byte
-	if binary.LittleEndian.Uint32(w[20:])&pvrdma.FlagInline != 0 {
+	if flags&pvrdma.FlagInline != 0 {
 		n := int(binary.LittleEndian.Uint32(w[12:]))
 		if n > q.cap.MaxInlineData || pvrdma.SendHdrSize+n > len(w) {
 			return 0, false
@@ -69,7 +72,10 @@ func (q *qp) fastExec(w []byte) (uint32, bool) {
 			return 0, false
 		}
 	}
-	// The destination: cached, alive, receiving, in sequence, writable.
+	if len(src) == 0 {
+		return 0, false
+	}
+	// The destination: cached, alive, receiving, in sequence.
 	r := &q.rem
 	if !r.valid || load(&r.ctx.gen) != r.gen || load(r.owner)&unix.FutexOwnerDied != 0 {
 		return 0, false
@@ -81,14 +87,18 @@ func (q *qp) fastExec(w []byte) (uint32, bool) {
 	if rc && mmio.Load32(&r.ctx.rqPSN) != q.sqPSN {
 		return 0, false
 	}
-	if load(&r.ctx.access)&uint32(verbs.AccessRemoteWrite) == 0 || len(src) == 0 {
+	if op == pvrdma.OpRDMAWrite {
+		if load(&r.ctx.access)&uint32(verbs.AccessRemoteWrite) == 0 {
+			return 0, false
+		}
+		dst, ok := r.mr.hit(binary.LittleEndian.Uint32(w[40:]), binary.LittleEndian.Uint64(w[32:]), uint64(len(src)), verbs.AccessRemoteWrite)
+		if !ok {
+			return 0, false
+		}
+		copy(dst, src)
+	} else if !q.fastDeliver(r, w, op, flags, src) {
 		return 0, false
 	}
-	dst, ok := r.mr.hit(binary.LittleEndian.Uint32(w[40:]), binary.LittleEndian.Uint64(w[32:]), uint64(len(src)), verbs.AccessRemoteWrite)
-	if !ok {
-		return 0, false
-	}
-	copy(dst, src)
 	if rc {
 		pkts := uint32(1)
 		if len(src) > q.attr.PathMTU.Bytes() {
@@ -98,4 +108,57 @@ func (q *qp) fastExec(w []byte) (uint32, bool) {
 		mmio.Store32(&r.ctx.rqPSN, q.sqPSN)
 	}
 	return uint32(len(src)), true
+}
+
+// fastDeliver delivers a SEND into the next receive WQE of a destination
+// without SRQ, when that WQE has one SGE that holds the message, and posts
+// the receive completion. It returns false, having changed nothing, in any
+// other case.
+func (q *qp) fastDeliver(r *remote, w []byte, op pvrdma.Opcode, flags uint32, src []byte) bool {
+	if r.srq != nil {
+		return false
+	}
+	h := q.c.h
+	r.rqLock.lock(h)
+	head := r.rq.Consumer()
+	if head == r.rqSeen {
+		r.rqSeen = r.rq.Producer()
+	}
+	if head == r.rqSeen || !r.rq.Valid(head) || !r.rq.Valid(r.rqSeen) {
+		r.rqLock.unlock()
+		return false
+	}
+	var wqe []byte
+	if r.preOK && r.preIdx == head {
+		wqe = r.pre[:r.preLen]
+	} else {
+		wqe = r.rq.WQE(head)
+	}
+	if len(wqe) < pvrdma.RecvHdrSize+pvrdma.SGESize || binary.LittleEndian.Uint32(wqe[8:]) != 1 {
+		r.rqLock.unlock()
+		return false
+	}
+	wrid := binary.LittleEndian.Uint64(wqe[0:])
+	s := wqe[pvrdma.RecvHdrSize : pvrdma.RecvHdrSize+pvrdma.SGESize]
+	if uint64(binary.LittleEndian.Uint32(s[8:])) < uint64(len(src)) {
+		r.rqLock.unlock()
+		return false
+	}
+	dst, ok := r.rmr.hit(binary.LittleEndian.Uint32(s[12:]), binary.LittleEndian.Uint64(s[0:]), uint64(len(src)), verbs.AccessLocalWrite)
+	if !ok {
+		r.rqLock.unlock()
+		return false
+	}
+	r.preOK = false
+	r.rq.SetConsumer(r.rq.Next(head))
+	r.rqLock.unlock()
+	copy(dst, src)
+	e := pvrdma.CQE{WRID: wrid, QP: uint64(r.ctx.handle), Opcode: pvrdma.WCOpRecv, SrcQP: q.qpn, Port: 1, ByteLen: uint32(len(src))}
+	if op == pvrdma.OpSendWithImm {
+		e.Imm = binary.BigEndian.Uint32(w[24:])
+		e.Flags = pvrdma.WCFlagWithImm
+	}
+	h.postCQE(&r.cq, &e, flags&pvrdma.FlagSolicited != 0)
+	q.prefetchRecv(r)
+	return true
 }

@@ -133,6 +133,7 @@ func (c *CQ) Poll(wc []verbs.WC) (int, error) {
 }
 
 func (c *CQ) decode(b []byte, wc *verbs.WC) error {
+	b = b[:CQESize]
 	qpn, ok := c.qps.lookup(binary.LittleEndian.Uint64(b[cqeQP:]))
 	if !ok {
 		return errCQUnknown

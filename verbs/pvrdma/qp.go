@@ -362,12 +362,20 @@ func postRecv(rq *Queue, wrs []verbs.RecvWR, maxSGE int) (int, error) {
 			break
 		}
 		w := rq.WQE(tail)
+		w = w[: RecvHdrSize+SGESize : len(w)] // every receive WQE holds one SGE at least
 		binary.LittleEndian.PutUint64(w[0:], wr.ID)
 		binary.LittleEndian.PutUint32(w[8:], uint32(len(wr.SGL)))
 		binary.LittleEndian.PutUint32(w[12:], 0)
-		sges := w[RecvHdrSize : RecvHdrSize+len(wr.SGL)*SGESize]
-		for j := range wr.SGL {
-			encodeSGE(sges[j*SGESize:], &wr.SGL[j])
+		if len(wr.SGL) == 1 {
+			s := &wr.SGL[0]
+			binary.LittleEndian.PutUint64(w[RecvHdrSize:], s.Addr)
+			binary.LittleEndian.PutUint32(w[RecvHdrSize+8:], s.Length)
+			binary.LittleEndian.PutUint32(w[RecvHdrSize+12:], s.LKey)
+		} else {
+			sges := w[RecvHdrSize:cap(w)][:len(wr.SGL)*SGESize]
+			for j := range wr.SGL {
+				encodeSGE(sges[j*SGESize:], &wr.SGL[j])
+			}
 		}
 		tail = rq.Next(tail)
 		n++
