@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -153,12 +152,6 @@ func cSprintf(format string, args ...any) string {
 		}
 	}
 	return b.String()
-}
-
-// cFprintf writes cSprintf(format, args...) to w.
-func cFprintf(w io.Writer, format string, args ...any) error {
-	_, err := io.WriteString(w, cSprintf(format, args...))
-	return err
 }
 
 type spec struct {

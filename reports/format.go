@@ -3,6 +3,36 @@ package reports
 // perftest's format strings, verbatim (src/perftest_parameters.h and
 // src/perftest_communication.h of 6.29 unless named 606), rendered by
 // cSprintf. PRIu64 is "lu" on x86-64 Linux.
+//
+// Where shared/reference/perftest.md and the captured runs
+// (testdata/perftest-*) disagree, the captures win:
+//
+//   - §3.4 gives the BW row as "...%-7.2lf\t\t     %-7.6lf" and says only the
+//     labels changed before 6.22 (MB/sec). 6.06 also has three spaces, not
+//     five, after the two tabs (reportFmt606; captures perftest-6.06/*_bw).
+//   - §3.2 says older builds print only " PCIe relax order: ON"; 6.06 also
+//     prints " ibv_wr* API     : OFF" alone on its line, and has no
+//     CQE Poll Batch and no NUMA node line (all 6.06 captures).
+//   - §2.2/§3.1 say -D and the receiving server of SEND BW print
+//     " WARNING: BW peak won't be measured in this run."; 6.06 does not
+//     (perftest-6.06/write_bw_D, send_bw server), 6.29 does
+//     (perftest-6.29/send_bw server). Likewise "Disabling dynamic polling"
+//     is 6.29 only.
+//   - §2.3 lists "Device not recognized to implement inline feature.
+//     Disabling it" under -I; perftest prints it for every READ/ATOMIC
+//     test on an unknown device (they set the inline size to 0), on stderr
+//     after a RESULT_LINE on stdout (perftest-*/read_*, atomic_*).
+//   - §3.1 lists the pre-header lines in printing order; in the captures
+//     stderr lines come first, because stdout was a fully buffered pipe.
+//   - The captures' README says 6.06 picks GID index 0 without -x; its
+//     write_bw_nogid capture shows "GID index : 1", as §6.3's scoring
+//     predicts (the IPv4-mapped GID).
+//
+// Found in perftest's source, not in the spec: a build with neither
+// relaxed ordering nor the thread-domain API prints "Lock-free\t: "
+// (relaxLockUnsupported); 6.06 shows RX depth for SEND only, not SEND_IMM
+// or WRITE_IMM; the inc_accuracy row of a bidirectional run is chosen from
+// the local average before the remote one is added (NewBWRow).
 
 // ResultLine is perftest's RESULT_LINE: 87 dashes and a newline.
 const ResultLine = "---------------------------------------------------------------------------------------\n"

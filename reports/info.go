@@ -273,8 +273,9 @@ type TestInfo struct {
 
 // NewTestInfo returns a TestInfo for verb and kind with perftest's
 // defaults for the fields the caller usually does not change: one QP, IB
-// transport, RC, relaxed ordering ON, lock-free OFF, and NotSet for
-// GIDIndex, GIDIndex2, TOS and NUMANode.
+// transport and link, RC, relaxed ordering ON, lock-free OFF, post lists
+// of 1, CQ moderation 1, CQE poll batch 16 (not dynamic), MTU 1024, and
+// NotSet for GIDIndex, GIDIndex2, TOS and NUMANode.
 func NewTestInfo(verb Verb, kind TestKind) TestInfo {
 	return TestInfo{
 		Verb:            verb,

@@ -82,10 +82,10 @@ func (o *jsonObject) add(key, value string) {
 }
 
 func (o *jsonObject) str(key, value string) { o.add(key, jsonString(value)) }
-func (o *jsonObject) int(key string, v int64) {
+func (o *jsonObject) integer(key string, v int64) {
 	o.add(key, strconv.FormatInt(v, 10))
 }
-func (o *jsonObject) uint(key string, v uint64) {
+func (o *jsonObject) unsigned(key string, v uint64) {
 	o.add(key, strconv.FormatUint(v, 10))
 }
 
@@ -147,7 +147,7 @@ func testInfoJSON(ti *TestInfo) *jsonObject {
 	}
 	o.str("Dual_port", onOff(ti.DualPort))
 	o.str("Device", ti.Device)
-	o.int("Number_of_qps", int64(ti.NumQPs))
+	o.integer("Number_of_qps", int64(ti.NumQPs))
 	o.str("Transport_type", ti.Transport.String())
 	o.str("Connection_type", ti.Connection.String())
 	o.str("Using_SRQ", onOff(ti.SRQ))
@@ -158,42 +158,42 @@ func testInfoJSON(ti *TestInfo) *jsonObject {
 	}
 	o.str("ibv_wr_API", onOff(ti.WRAPI))
 	if !ti.Server || ti.Duplex {
-		o.int("TX_depth", int64(ti.TxDepth))
+		o.integer("TX_depth", int64(ti.TxDepth))
 	}
 	if ti.PostList > 1 {
-		o.int("Post_List", int64(ti.PostList))
+		o.integer("Post_List", int64(ti.PostList))
 	}
 	if ti.RecvPostList > 1 {
-		o.int("Recv_Post_List", int64(ti.RecvPostList))
+		o.integer("Recv_Post_List", int64(ti.RecvPostList))
 	}
 	if ti.Verb.HasRecvCompletions() && (ti.Server || ti.Duplex) {
-		o.int("RX_depth", int64(ti.RxDepth))
+		o.integer("RX_depth", int64(ti.RxDepth))
 	}
 	if ti.Test == BWTest {
-		o.int("CQ_Moderation", int64(ti.CQMod))
+		o.integer("CQ_Moderation", int64(ti.CQMod))
 	}
-	o.int("Mtu", int64(ti.MTU))
+	o.integer("Mtu", int64(ti.MTU))
 	o.str("Link_type", ti.Link.String())
 	if ti.MACForwarding {
-		o.int("Buffer_size", int64(ti.BufferSize))
+		o.integer("Buffer_size", int64(ti.BufferSize))
 	}
 	if ti.GIDIndex != NotSet {
-		o.int("GID_index", int64(ti.GIDIndex))
+		o.integer("GID_index", int64(ti.GIDIndex))
 	}
 	if ti.DualPort && ti.GIDIndex2 != NotSet {
-		o.int("GID_index2", int64(ti.GIDIndex2))
+		o.integer("GID_index2", int64(ti.GIDIndex2))
 	}
 	if ti.Verb != Read && ti.Verb != Atomic {
-		o.int("Max_inline_data", int64(ti.InlineSize))
+		o.integer("Max_inline_data", int64(ti.InlineSize))
 	} else {
-		o.int("Outstand_reads", int64(ti.OutReads))
+		o.integer("Outstand_reads", int64(ti.OutReads))
 	}
 	o.str("rdma_cm_QPs", onOff(ti.RdmaCMQPs))
 	o.str("Use_ROCm_memory", orDefault(ti.ROCmMemory, Off))
 	o.str("Use_MUSA_memory", orDefault(ti.MUSAMemory, Off))
 	o.str("Data_ex_method", exchangeMethod(ti))
 	if ti.RdmaCMQPs && ti.TOS != NotSet {
-		o.int("TOS", int64(ti.TOS))
+		o.integer("TOS", int64(ti.TOS))
 	}
 	return o
 }
@@ -218,8 +218,8 @@ func bwJSON(ti *TestInfo, row BWRow) *jsonObject {
 		if row.ExtendedAccuracy {
 			f = "%.6lf"
 		}
-		o.uint("MsgSize", r.Size)
-		o.uint("n_iterations", r.Iters)
+		o.unsigned("MsgSize", r.Size)
+		o.unsigned("n_iterations", r.Iters)
 		o.float("BW_peak", f, r.Peak)
 		o.float("BW_average", f, r.Average)
 		o.float("MsgRate", "%.6lf", r.MsgRate)
@@ -236,8 +236,8 @@ func latencyJSON(ti *TestInfo, r *LatencyResult) *jsonObject {
 		o.float("avg_lat", "%lf", r.Avg)
 		return o
 	}
-	o.uint("MsgSize", r.Size)
-	o.uint("n_iterations", r.Iters)
+	o.unsigned("MsgSize", r.Size)
+	o.unsigned("n_iterations", r.Iters)
 	o.float("t_min", "%.2f", r.Min)
 	o.float("t_max", "%.2f", r.Max)
 	o.float("t_typical", "%.2f", r.Typical)
@@ -261,8 +261,8 @@ func latencyDurationJSON(ti *TestInfo, r LatencyDurationResult) *jsonObject {
 		o.float("t_avg", "%lf", r.Avg)
 		return o
 	}
-	o.uint("MsgSize", r.Size)
-	o.uint("n_iterations", r.Iters)
+	o.unsigned("MsgSize", r.Size)
+	o.unsigned("n_iterations", r.Iters)
 	o.float("t_avg", "%.2f", r.Avg)
 	o.float("tps_average", "%.2f", r.TPS)
 	ti.cpuJSON(o, r.CPUUtil)

@@ -78,6 +78,12 @@ type BWInput struct {
 	// every CQMod-th slot and the last one need to be filled (only
 	// Completed[0], the end tick, without peak). With peak both need
 	// Iters*NumQPs entries.
+	//
+	// Ticks must be positive and unfilled Completed slots 0, as in
+	// perftest's zeroed array: with CQMod > 1 the initial window
+	// Completed[0]-Posted[0] then wraps around in uint64 and never wins.
+	// (A clock that starts at 0 would make that window 0 ticks long and the
+	// peak infinite.)
 	Posted    []int64
 	Completed []int64
 	// Clock is the tick rate; zero means Nanoseconds.

@@ -79,27 +79,37 @@ func NewConn(nc net.Conn, role Role, cfg Config) (*Conn, error) {
 	if role != Client && role != Server {
 		return nil, fmt.Errorf("oob: new conn: invalid role %d", role)
 	}
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	return &Conn{
+		nc:         nc,
+		role:       role,
+		timeout:    cfg.Timeout,
+		local:      cfg.Version,
+		localV:     ParseVersion(cfg.Version),
+		paramsSize: cfg.ParamsSize,
+	}, nil
+}
+
+// normalize fills in the defaults and checks cfg.
+func (cfg Config) normalize() (Config, error) {
 	if cfg.Version == "" {
 		cfg.Version = DefaultVersion
 	}
 	if _, err := encodeVersion(cfg.Version); err != nil {
-		return nil, err
+		return cfg, fmt.Errorf("oob: config: %w", err)
 	}
 	switch cfg.ParamsSize {
 	case 0:
 		cfg.ParamsSize = ParamsSize
 	case ParamsSize, ParamsSizeNoMLX5DV:
 	default:
-		return nil, fmt.Errorf("oob: new conn: params size %d, want %d or %d", cfg.ParamsSize, ParamsSize, ParamsSizeNoMLX5DV)
+		return cfg, fmt.Errorf("oob: config: params size %d, want %d or %d", cfg.ParamsSize, ParamsSize, ParamsSizeNoMLX5DV)
 	}
-	return &Conn{
-		nc:         nc,
-		role:       role,
-		timeout:    normTimeout(cfg.Timeout),
-		local:      cfg.Version,
-		localV:     ParseVersion(cfg.Version),
-		paramsSize: cfg.ParamsSize,
-	}, nil
+	cfg.Timeout = normTimeout(cfg.Timeout)
+	return cfg, nil
 }
 
 func normTimeout(d time.Duration) time.Duration {
@@ -236,8 +246,7 @@ func (c *Conn) ioError(step, op string, err error) error {
 
 func (c *Conn) needVersion(step string) error {
 	if !c.haveVer {
-		return &ExchangeError{Step: step, Op: "write", Server: c.role == Server,
-			Err: fmt.Errorf("peer version not exchanged yet: %w", ErrIncompatible)}
+		return fmt.Errorf("oob: exchange %s: peer version not exchanged yet: %w", step, ErrIncompatible)
 	}
 	return nil
 }
@@ -258,8 +267,8 @@ func (c *Conn) Exchange(out []byte) ([]byte, error) {
 // (wrapping ErrIncompatible): perftest prints its message and exits.
 func (c *Conn) ExchangeVersion() (string, error) {
 	out, err := encodeVersion(c.local)
-	if err != nil {
-		return "", err
+	if err != nil { // cannot happen: NewConn checked it
+		return "", fmt.Errorf("oob: exchange version: %w", err)
 	}
 	var in [VersionSize]byte
 	if err := c.exchange(stepVersion, out[:], in[:]); err != nil {
@@ -353,7 +362,7 @@ func (c *Conn) Negotiate(local *Params) (*Params, error) {
 	}
 	remote, err := ParseParams(in)
 	if err != nil { // cannot happen: the size is right
-		return nil, &ExchangeError{Step: stepNegotiate, Op: "decode", Server: c.role == Server, Data: in, Err: err}
+		return nil, fmt.Errorf("oob: exchange %s: %w", stepNegotiate, err)
 	}
 	return &remote, Compare(local, &remote)
 }
@@ -370,7 +379,7 @@ func (c *Conn) Handshake(f KeyFormat, local Key) (Key, error) {
 	if err := c.exchange(stepKey, out, in); err != nil {
 		return Key{}, err
 	}
-	remote, err := ParseKey(in, f)
+	remote, err := parseKey(in, f)
 	if err != nil {
 		return Key{}, &ExchangeError{Step: stepKey, Op: "decode", Server: c.role == Server, Data: in, Err: err}
 	}

@@ -35,6 +35,9 @@ var (
 	ErrAccept = errors.New("accept failed")
 )
 
+// errInvalidSource: --bind_source_ip is not an address of the family.
+var errInvalidSource = errors.New("invalid source address")
+
 // PerftestMessage returns the text perftest prints to stderr for the
 // failure err describes (lines ending in "\n"), or "" if err carries none.
 // It looks through the whole chain of err.
@@ -59,10 +62,11 @@ type NetError struct {
 
 func (e *NetError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "oob: %s: %v", e.Op, e.Kind)
+	b.WriteString("oob: " + e.Op)
 	if e.Op != "accept" {
-		fmt.Fprintf(&b, " %s", joinHostPort(e.Host, e.Port))
+		b.WriteString(" " + joinHostPort(e.Host, e.Port))
 	}
+	fmt.Fprintf(&b, ": %v", e.Kind)
 	if e.Err != nil {
 		fmt.Fprintf(&b, ": %v", e.Err)
 	}
@@ -83,7 +87,7 @@ func (e *NetError) PerftestMessage() string {
 	case ErrResolve:
 		return "Problem in resolving basic address and port\n"
 	case ErrBind:
-		if e.IPv6 {
+		if e.IPv6 && errors.Is(e.Err, errInvalidSource) {
 			// inet_pton fails before any socket exists.
 			return "Invalid IPv6 source address.\nFailed to set source address.\n"
 		}

@@ -124,12 +124,21 @@ func (k *Key) Marshal(f KeyFormat) ([]byte, error) {
 // forms). The last byte, perftest's NUL terminator, is not checked. Any
 // other input is an error wrapping ErrMalformed.
 func ParseKey(b []byte, f KeyFormat) (Key, error) {
+	k, err := parseKey(b, f)
+	if err != nil {
+		return k, fmt.Errorf("oob: decode key: %w", err)
+	}
+	return k, nil
+}
+
+// parseKey is ParseKey with errors that do not name the operation.
+func parseKey(b []byte, f KeyFormat) (Key, error) {
 	var k Key
 	if f.Size() == 0 {
-		return k, fmt.Errorf("oob: decode key: unknown format %d: %w", uint8(f), ErrMalformed)
+		return k, fmt.Errorf("unknown format %d: %w", uint8(f), ErrMalformed)
 	}
 	if len(b) != f.Size() {
-		return k, fmt.Errorf("oob: decode key: %d bytes, want %d: %w", len(b), f.Size(), ErrMalformed)
+		return k, fmt.Errorf("%d bytes, want %d: %w", len(b), f.Size(), ErrMalformed)
 	}
 	p := keyParser{b: b[:len(b)-1]}
 	k.LID = uint16(p.field(4, true))
@@ -153,7 +162,7 @@ func ParseKey(b []byte, f KeyFormat) (Key, error) {
 		p.fail("trailing bytes")
 	}
 	if p.err != nil {
-		return Key{}, fmt.Errorf("oob: decode key %q: %w", b, p.err)
+		return Key{}, fmt.Errorf("%q: %w", b, p.err)
 	}
 	return k, nil
 }

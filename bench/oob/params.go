@@ -63,11 +63,10 @@ type TestKind int32
 
 // Test kinds.
 const (
-	LAT      TestKind = 0
-	BW       TestKind = 1
-	LATByBW  TestKind = 2
-	FSRate   TestKind = 3
-	numKinds          = 4
+	LAT     TestKind = 0
+	BW      TestKind = 1
+	LATByBW TestKind = 2
+	FSRate  TestKind = 3
 )
 
 // AtomicType is perftest's AtomicType.

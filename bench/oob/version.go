@@ -86,7 +86,7 @@ func gatesOf(v float64) gates {
 func encodeVersion(v string) ([VersionSize]byte, error) {
 	var b [VersionSize]byte
 	if v == "" || len(v) >= VersionSize || strings.IndexByte(v, 0) >= 0 {
-		return b, fmt.Errorf("oob: version %q: must be 1 to %d bytes without NUL: %w", v, VersionSize-1, ErrMalformed)
+		return b, fmt.Errorf("version %q: must be 1 to %d bytes without NUL: %w", v, VersionSize-1, ErrMalformed)
 	}
 	copy(b[:], v)
 	return b, nil

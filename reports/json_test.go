@@ -1,0 +1,215 @@
+package reports
+
+import (
+	"encoding/json"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the testdata/*.golden files")
+
+// golden compares got with testdata/name.golden, or rewrites the file with
+// -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./reports -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (run go test ./reports -update after checking):\n%s", path, lineDiff(string(want), got))
+	}
+}
+
+// jsonRXE is a 6.29 client on the captures' device.
+func jsonRXE(verb Verb, kind TestKind) TestInfo {
+	ti := rxeInfo(Perftest629, verb, kind, false)
+	return ti
+}
+
+func mustLatency(t *testing.T, in LatencyInput) LatencyResult {
+	t.Helper()
+	r, err := ComputeLatency(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func jsonCases(t *testing.T) map[string]struct {
+	ti TestInfo
+	r  JSONReport
+} {
+	cases := map[string]struct {
+		ti TestInfo
+		r  JSONReport
+	}{}
+
+	// ib_write_bw -a --report_gbits: every size kept, the small ones with 6
+	// decimals.
+	{
+		ti := jsonRXE(Write, BWTest)
+		ti.Gbits = true
+		var r JSONReport
+		r.AddBW(&ti, bw(2, 10, 0.000298, 0.000112, 0.006974), nil)
+		r.AddBW(&ti, bw(1024, 10, 0.168366, 0.095275, 0.011630), nil)
+		r.AddBW(&ti, bw(2048, 10, 0.35, 0.23, 0.013960), nil)
+		cases["json_write_bw_a_gbits"] = struct {
+			ti TestInfo
+			r  JSONReport
+		}{ti, r}
+	}
+	// ib_send_bw -b --report-both on the server, with --cpu_util: the summed
+	// rows and both sides' own.
+	{
+		ti := rxeInfo(Perftest629, Send, BWTest, true)
+		ti.Duplex = true
+		ti.CPUUtil = true
+		var r JSONReport
+		local := BWResult{Size: 65536, Iters: 1000, Peak: 1000.5, Average: 900.25, MsgRate: 0.0144, CPUUtil: 12.5}
+		remote := BWResult{Size: 65536, Iters: 1000, Peak: 1001.5, Average: 901.25, MsgRate: 0.0145, CPUUtil: 13.5}
+		r.AddBW(&ti, local, &remote)
+		cases["json_send_bw_bidirectional"] = struct {
+			ti TestInfo
+			r  JSONReport
+		}{ti, r}
+	}
+	// ib_read_lat -a (two sizes) from computed statistics.
+	{
+		ti := jsonRXE(Read, LatencyTest)
+		ti.TxDepth = 1
+		var r JSONReport
+		r.AddLatency(mustLatency(t, LatencyInput{Size: 2, Iters: 10, Samples: []int64{3000, 2500, 9000, 2600, 2700, 50000, 2800, 3100, 2650}, RTTFactor: 1}))
+		r.AddLatency(mustLatency(t, LatencyInput{Size: 4, Iters: 9, Samples: []int64{100, 107, 98, 250, 103, 99, 1000, 101}, RTTFactor: 1, Clock: Clock{MHz: 2.5}}))
+		cases["json_read_lat"] = struct {
+			ti TestInfo
+			r  JSONReport
+		}{ti, r}
+	}
+	// ib_write_lat -D: duration-mode rows.
+	{
+		ti := jsonRXE(Write, LatencyTest)
+		ti.Duration = true
+		var r JSONReport
+		r.AddLatencyDuration(ComputeLatencyDuration(LatencyDurationInput{Size: 2, Iters: 200000, Start: 1, End: 1 + 4e9, RTTFactor: 2}))
+		cases["json_write_lat_duration"] = struct {
+			ti TestInfo
+			r  JSONReport
+		}{ti, r}
+	}
+	// --output=bandwidth: perftest's single key, without its trailing comma.
+	{
+		ti := jsonRXE(Write, BWTest)
+		ti.Output = OutputBandwidth
+		var r JSONReport
+		r.AddBW(&ti, bw(65536, 20, 33.45, 28.66, 0.000459), nil)
+		r.AddBW(&ti, bw(8388608, 20, 33.45, math.Inf(1), 0.000459), nil) // not finite: null
+		cases["json_output_bandwidth"] = struct {
+			ti TestInfo
+			r  JSONReport
+		}{ti, r}
+	}
+	// Every optional test_info key.
+	{
+		ti := NewTestInfo(Send, BWTest)
+		ti.Server = true
+		ti.Duplex = true
+		ti.Events = true
+		ti.CompVector = 2
+		ti.Multicast = true
+		ti.Device = "dev\"0"
+		ti.RelaxedOrderingWarning = true
+		ti.PostList = 8
+		ti.RecvPostList = 4
+		ti.TxDepth = 128
+		ti.RxDepth = 512
+		ti.CQMod = 8
+		ti.MACForwarding = true
+		ti.BufferSize = 2048
+		ti.GIDIndex = 0
+		ti.DualPort = true
+		ti.GIDIndex2 = 1
+		ti.RdmaCMQPs = true
+		ti.RdmaCMExchange = true
+		ti.TOS = 32
+		ti.ROCmMemory = On
+		ti.Output = OutputMessageRate
+		var r JSONReport
+		r.AddBW(&ti, BWResult{MsgRate: 1.25}, &BWResult{MsgRate: 2})
+		cases["json_all_test_info"] = struct {
+			ti TestInfo
+			r  JSONReport
+		}{ti, r}
+	}
+	return cases
+}
+
+func TestJSONGolden(t *testing.T) {
+	for name, c := range jsonCases(t) {
+		t.Run(name, func(t *testing.T) {
+			got := JSON(&c.ti, &c.r)
+			if !json.Valid([]byte(got)) {
+				t.Fatalf("invalid JSON:\n%s", got)
+			}
+			golden(t, name, got)
+		})
+	}
+}
+
+func TestJSONKeepsPerftestKeysAndOrder(t *testing.T) {
+	ti := jsonRXE(Write, BWTest)
+	var r JSONReport
+	for _, size := range []uint64{2, 4, 8} {
+		r.AddBW(&ti, bw(size, 10, 1, 0.5, 0.25), nil)
+	}
+	out := JSON(&ti, &r)
+	var doc struct {
+		TestInfo map[string]any   `json:"test_info"`
+		Results  []map[string]any `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Results) != 3 || doc.Results[2]["MsgSize"] != 8.0 || doc.Results[0]["BW_average"] != 0.5 {
+		t.Errorf("results: %v", doc.Results)
+	}
+	// perftest's key order (§3.9) for this test.
+	order := []string{"test", "Dual_port", "Device", "Number_of_qps", "Transport_type", "Connection_type",
+		"Using_SRQ", "PCIe_relax_order", "ibv_wr_API", "TX_depth", "CQ_Moderation", "Mtu", "Link_type",
+		"GID_index", "Max_inline_data", "rdma_cm_QPs", "Use_ROCm_memory", "Use_MUSA_memory", "Data_ex_method",
+		"MsgSize", "n_iterations", "BW_peak", "BW_average", "MsgRate"}
+	pos := 0
+	for _, k := range order {
+		i := strings.Index(out[pos:], "\""+k+"\": ")
+		if i < 0 {
+			t.Fatalf("key %q missing or out of order in\n%s", k, out)
+		}
+		pos += i
+	}
+	if doc.TestInfo["test"] != "RDMA_Write_BW_Test" || doc.TestInfo["Mtu"] != 1024.0 || doc.TestInfo["GID_index"] != 1.0 {
+		t.Errorf("test_info: %v", doc.TestInfo)
+	}
+	// perftest's precision: "BW_peak": %.2f, "MsgRate": %.6f.
+	if !strings.Contains(out, "\"BW_peak\": 1.00,\n\"BW_average\": 0.50,\n\"MsgRate\": 0.250000\n") {
+		t.Errorf("precision:\n%s", out)
+	}
+}
+
+func TestJSONEmpty(t *testing.T) {
+	ti := NewTestInfo(Read, LatencyTest)
+	got := JSON(&ti, &JSONReport{})
+	if !json.Valid([]byte(got)) || !strings.Contains(got, "\"results\": []\n}") {
+		t.Errorf("empty report:\n%s", got)
+	}
+}
