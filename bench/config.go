@@ -135,6 +135,7 @@ type Config struct {
 
 	// What to run.
 	Size          uint64 // -s
+	SizeGiven     bool   // -s was on the command line (UD sizes above the MTU are then an error)
 	AllSizes      bool   // -a
 	Iters         uint64 // -n
 	Duration      int    // -D seconds; 0 = iteration mode
@@ -146,8 +147,9 @@ type Config struct {
 	PostList      int
 	RecvPostList  int
 	NumQPs        int
-	Inline        int // -I; -1 = the test's default
-	OutReads      int // -o; 0 = the device's maximum
+	Inline        int  // -I; -1 = the test's default
+	InlineGiven   bool // -I was on the command line
+	OutReads      int  // -o; 0 = the device's maximum
 	UseSRQ        bool
 	Events        bool // -e
 	CompVector    int  // -X

@@ -26,6 +26,7 @@ type endpoint struct {
 	port verbs.PortAttr
 
 	gidIndex int       // -1: no GRH (InfiniBand without -x)
+	autoGID  bool      // choose gidIndex among the port's GIDs
 	gid      verbs.GID // the GID at gidIndex
 	mtu      verbs.MTU // effective path MTU
 	inline   int       // effective max inline data
@@ -132,19 +133,11 @@ func (e *endpoint) close() error {
 		}
 	}
 	for _, c := range []interface{ Close() error }{e.srq, e.scq, e.rcq, e.mr, e.sendCh, e.recvCh, e.mem, e.pd, e.ctx} {
-		if c != nil && !isNilIface(c) {
+		if c != nil {
 			add(c.Close())
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func isNilIface(c interface{ Close() error }) bool {
-	switch v := c.(type) {
-	case verbs.SRQ:
-		return v == nil
-	}
-	return false
 }
 
 // accessFlags is what the MR and the QPs allow the peer (perftest's

@@ -4,16 +4,76 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 
+	"github.com/pvperf/pvperf/bench/oob"
 	"github.com/pvperf/pvperf/verbs"
 )
 
-// ErrUsage marks errors in the configuration that perftest reports before
-// touching a device (exit status 1, message already in perftest's words).
-var ErrUsage = errors.New("invalid configuration")
+// DefaultPeerTimeout bounds each out-of-band exchange with the peer that
+// should be immediate; a peer silent that long is taken for dead.
+const DefaultPeerTimeout = 5 * time.Second
 
-// Run runs the test described by cfg on dev and writes perftest's output
-// (header, address lines, result table) to out and diagnostics to errOut.
+// Run runs the test described by cfg on dev: as the server when
+// cfg.Server is empty, as the client otherwise, or both sides in this
+// process with cfg.Loopback. It writes perftest's output (header, address
+// lines, result table) to out and perftest's diagnostics to errOut, and
+// returns an error, whose PerftestMessage is what to print, when the test
+// failed.
 func Run(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Writer) error {
-	return errors.New("bench: engine not implemented yet")
+	if cfg.Version == "" {
+		cfg.Version = ProtocolVersion
+	}
+	if cfg.PeerTimeout == 0 {
+		cfg.PeerTimeout = DefaultPeerTimeout
+	}
+	if cfg.Port == 0 {
+		cfg.Port = DefaultPort
+	}
+	if cfg.Loopback {
+		return runLoopback(ctx, cfg, dev, out, errOut)
+	}
+	s := &session{cfg: cfg, server: cfg.Server == "", dev: dev, out: out, errOut: errOut}
+	return s.run(ctx)
+}
+
+// runLoopback runs the server in a goroutine, listening on a free port of
+// the loopback interface, and the client here; the client's output is the
+// run's output.
+func runLoopback(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	scfg := cfg
+	scfg.Server = ""
+	scfg.Port = oob.AnyPort
+	scfg.BindSourceIP = "127.0.0.1"
+	scfg.IPv6Addr = false
+	scfg.JSON = false
+	port := make(chan int, 1)
+	srv := &session{cfg: scfg, server: true, dev: dev, out: io.Discard, errOut: io.Discard,
+		ready: func(p int) { port <- p }}
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- srv.run(ctx) }()
+	var p int
+	select {
+	case p = <-port:
+	case err := <-srvErr:
+		return err
+	}
+	ccfg := cfg
+	ccfg.Server = "127.0.0.1"
+	ccfg.Port = p
+	ccfg.IPv6Addr = false
+	ccfg.BindSourceIP = ""
+	cli := &session{cfg: ccfg, dev: dev, out: out, errOut: errOut}
+	err := cli.run(ctx)
+	if err != nil {
+		cancel()
+		<-srvErr
+		return err
+	}
+	if err := <-srvErr; err != nil {
+		return errors.Join(errors.New("loopback server failed"), err)
+	}
+	return nil
 }

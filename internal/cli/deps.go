@@ -175,7 +175,7 @@ func (p *parser) forceDependencies() error {
 	if !p.durationMode && c.Iters > 20000 && !c.NoPeak && bw {
 		p.noPeak(true)
 	}
-	if !(p.duration > 2*p.margin) {
+	if p.duration <= 2*p.margin {
 		return p.depErr("please check that DURATION > 2*MARGIN\n")
 	}
 	if !c.Events && p.useEqNum {
@@ -193,6 +193,7 @@ func (p *parser) forceDependencies() error {
 	}
 
 	c.Verb = p.verb
+	c.SizeGiven = p.reqSize
 	c.AllSizes = p.method == runAll
 	c.RunInfinitely = p.method == runInfinitely
 	if p.durationMode {

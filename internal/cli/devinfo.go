@@ -36,6 +36,8 @@ func DevInfo(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		fmt.Fprintf(stderr, "devinfo: %v\n", err)
+		fs.Usage()
 		return 1
 	}
 	if *help {

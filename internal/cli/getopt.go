@@ -138,9 +138,6 @@ func (t *optTable) lookupLong(name string) (*opt, *lookupError) {
 			return n.o, nil
 		}
 	}
-	if name == "" {
-		return nil, &lookupError{}
-	}
 	type matcher func(string) bool
 	raw := func(n string) bool { return strings.HasPrefix(n, name) }
 	normalized := func(n string) bool { return strings.HasPrefix(normalizeName(n), norm) }

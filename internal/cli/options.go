@@ -94,7 +94,7 @@ var (
 	relInline  = func(t testSpec) bool { return t.send() || t.write() }
 	relWrite   = func(t testSpec) bool { return t.write() }
 	relWrRd    = func(t testSpec) bool { return t.write() || t.read() }
-	relPayload = func(t testSpec) bool { return !(t.write() && t.lat()) }
+	relPayload = func(t testSpec) bool { return !t.write() || !t.lat() }
 )
 
 // options builds the option table. Each call returns a fresh table (they
@@ -150,7 +150,7 @@ func options() *optTable {
 		}
 		u := uint64(n)
 		if u < 5 || u > 4294967296 {
-			return p.parserFail(" %s should be between %d and %d\n", "Iteration num", 5, 4294967296)
+			return p.parserFail(" %s should be between %d and %d\n", "Iteration num", uint64(5), uint64(4294967296))
 		}
 		p.cfg.Iters = u
 		return nil
@@ -218,6 +218,7 @@ func options() *optTable {
 		if err := p.intRange(v, "Max inline", 0, 1024, &p.cfg.Inline); err != nil {
 			return err
 		}
+		p.cfg.InlineGiven = true
 		if p.verb == bench.Read || p.verb == bench.Atomic {
 			return p.parserFail(" Inline feature not available on READ/Atomic verbs\n")
 		}

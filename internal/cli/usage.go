@@ -184,7 +184,7 @@ func writeUsage(w io.Writer, prog string, t testSpec, verb bench.Verb, tbl *optT
 	}
 	u.opt("odp", "      --odp ", " Use On Demand Paging instead of Memory Registration.")
 	u.opt("output", "      --output=<units>", " Set verbosity output level: bandwidth , message_rate, latency ")
-	if !(writeVerb && lat) {
+	if !writeVerb || !lat {
 		u.opt("payload_file_path", "      --payload_file_path=<payload_txt_file_path>",
 			" Set the payload by passing a txt file containing a pattern in the next form(little endian): '0xaaaaaaaa,0xbbbbbbbb,...' .")
 	}
@@ -275,7 +275,7 @@ func (u *usageWriter) opt(name, head, text string) {
 	mark := ""
 	switch {
 	case o.unsupported != "":
-		mark = " [not supported by pvperf]"
+		mark = " [not supported by pvperf: " + o.unsupported + "]"
 	case o.noop != "":
 		mark = " [no effect in pvperf: " + o.noop + "]"
 	}
@@ -290,16 +290,7 @@ func (u *usageWriter) unsupportedRest() {
 		if !o.other {
 			continue
 		}
-		name := "--" + o.long
-		switch {
-		case o.short != 0:
-			name = fmt.Sprintf("-%c/--%s", o.short, o.long)
-		case o.long == "ethertype":
-			name = "-Y/--ethertype"
-		case o.long == "use_rss":
-			name = "-G/--use_rss"
-		}
-		groups[o.unsupported] = append(groups[o.unsupported], name)
+		groups[o.unsupported] = append(groups[o.unsupported], o.display())
 	}
 	reasons := make([]string, 0, len(groups))
 	for r := range groups {

@@ -5,6 +5,7 @@ package unix
 import (
 	"net"
 	"os"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -188,4 +189,41 @@ func SetRobustList(head uintptr) error {
 		return os.NewSyscallError("set_robust_list", e)
 	}
 	return nil
+}
+
+// WaitPeerClosed waits, without consuming anything, until the peer of
+// socket connection c closes it (it returns true) or sends data, or done is
+// closed (it returns false).
+func WaitPeerClosed(c net.Conn, done <-chan struct{}) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		select {
+		case <-done:
+			_ = c.SetReadDeadline(time.Unix(1, 0)) // wakes the wait below
+		case <-stopped:
+		}
+	}()
+	var closed bool
+	_ = rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		switch {
+		case err == unix.EAGAIN || err == unix.EINTR:
+			return false // not readable yet: wait
+		case err != nil || n == 0:
+			closed = true
+		}
+		return true
+	})
+	_ = c.SetReadDeadline(time.Time{})
+	return closed
 }

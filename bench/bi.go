@@ -1,0 +1,184 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pvperf/pvperf/internal/clock"
+	"github.com/pvperf/pvperf/verbs"
+)
+
+// runBi is perftest's run_iter_bi, for the bidirectional tests of receive
+// verbs: each side posts sends as in runBW and, in the same loop, reaps and
+// reposts its receives. The server starts sending only after its first
+// receive, so that the client's receives are posted first.
+func (e *endpoint) runBi(ctx context.Context, r *receiver, size int, peak, server bool) (samples, error) {
+	cfg := e.cfg
+	s := e.newSender(size)
+	nq := cfg.NumQPs
+	duration := cfg.Duration > 0
+	iters := cfg.Iters
+	var dc *durationClock
+	beforeFirstRx := server
+	if !server && duration {
+		dc = startDuration(cfg.Duration, cfg.Margin)
+		defer func() { <-dc.done }()
+	}
+	tot := iters * uint64(nq)
+	if duration {
+		tot = 0
+	}
+	var sm samples
+	if peak && !duration {
+		sm.tposted = make([]int64, tot)
+		sm.tcompleted = make([]int64, tot)
+	} else {
+		sm.tposted = make([]int64, 1)
+		sm.tcompleted = make([]int64, 1)
+		sm.tposted[0] = clock.Now()
+	}
+	rwc := make([]verbs.WC, max(cfg.RxDepth, 1))
+	swc := make([]verbs.WC, 16)
+	cqMod := uint64(cfg.CQMod)
+	pl := uint64(cfg.PostList)
+	step := uint64(inc(size, e.cacheLine))
+	cycle := uint64(e.pageSize)
+	small := uint64(size) <= cycle/2
+	imm := cfg.Verb == SendImm || cfg.Verb == WriteImm
+	var totS, totC, totR uint64
+	ended := func() bool { return duration && dc != nil && dc.state.Load() == stateEnd }
+	sampling := func() bool { return duration && dc != nil && dc.state.Load() == stateSample }
+	for n := 0; (duration && !ended()) || totC < tot || totR < tot; n++ {
+		if n&0x3FF == 0 {
+			if err := ctx.Err(); err != nil {
+				return sm, err
+			}
+		}
+		for i := range nq {
+			w := &s.wrs[i][0]
+			for !beforeFirstRx && (s.scnt[i] < iters || duration) && s.scnt[i]-s.ccnt[i]+pl <= uint64(cfg.TxDepth) {
+				if pl == 1 && s.scnt[i]%cqMod == 0 && cqMod > 1 && !(s.scnt[i] == iters-1 && !duration) {
+					w.Flags &^= verbs.SendSignaled
+				}
+				if peak && !duration {
+					sm.tposted[totS] = clock.Now()
+				}
+				if ended() {
+					break
+				}
+				if _, err := e.qps[i].PostSend(s.wrs[i]); err != nil {
+					return sm, fmt.Errorf("Couldn't post send: qp %d scnt=%d: %w", i, s.scnt[i], err)
+				}
+				if pl == 1 && small {
+					w.SGL[0].Addr = nextAddr(w.SGL[0].Addr, step, s.scnt[i], s.myAddr[i], cycle)
+				}
+				s.scnt[i] += pl
+				totS += pl
+				if pl == 1 && (s.scnt[i]%cqMod == cqMod-1 || (!duration && s.scnt[i] == iters-1)) {
+					w.Flags |= verbs.SendSignaled
+				}
+			}
+		}
+		ne, err := e.rcq.Poll(rwc)
+		if err != nil {
+			return sm, fmt.Errorf("poll CQ failed %w", err)
+		}
+		if ne > 0 && beforeFirstRx {
+			beforeFirstRx = false
+			if duration {
+				dc = startDuration(cfg.Duration, cfg.Margin)
+				defer func() { <-dc.done }()
+			}
+		}
+		for k := range ne {
+			c := &rwc[k]
+			qi := wrQP(c.ID)
+			if c.Status != verbs.WCSuccess {
+				return sm, &errCompletion{wc: *c, server: true, ccnt: totR}
+			}
+			if imm && c.Flags&verbs.WCWithImm == 0 {
+				return sm, fmt.Errorf(" Completion without immediate data: wr_id %d, rcnt=%d", int(uint32(c.ID)), totR)
+			}
+			totR++
+			if sampling() {
+				sm.iters++
+			}
+			if err := r.consumed(qi, duration); err != nil {
+				return sm, err
+			}
+		}
+		ne, err = e.scq.Poll(swc)
+		if err != nil {
+			return sm, fmt.Errorf("poll CQ failed %w", err)
+		}
+		for k := range ne {
+			c := &swc[k]
+			qi := wrQP(c.ID)
+			if c.Status != verbs.WCSuccess {
+				return sm, &errCompletion{wc: *c, scnt: totS, ccnt: totC}
+			}
+			f := cqMod
+			if cfg.fillCount() && s.ccnt[qi]+cqMod > iters {
+				f = iters - s.ccnt[qi]
+			}
+			s.ccnt[qi] += f
+			totC += f
+			if peak && !duration {
+				if totC > tot {
+					sm.tcompleted[tot-1] = clock.Now()
+				} else {
+					sm.tcompleted[totC-1] = clock.Now()
+				}
+			}
+			if sampling() {
+				sm.iters += cqMod
+			}
+		}
+	}
+	if duration {
+		sm.tposted[0], sm.tcompleted[0] = dc.start.Load(), dc.stop.Load()
+	} else {
+		sm.iters = tot
+		if !peak {
+			sm.tcompleted[0] = clock.Now()
+		}
+	}
+	return sm, nil
+}
+
+// warmUp is perftest's perform_warm_up: one burst of tx_depth signalled
+// work requests per QP, all completed, before the measurement.
+func (e *endpoint) warmUp(ctx context.Context, size int) error {
+	cfg := e.cfg
+	s := e.newSender(size)
+	wc := make([]verbs.WC, 16)
+	for i := range cfg.NumQPs {
+		wrs := s.wrs[i]
+		for j := range wrs {
+			wrs[j].Flags |= verbs.SendSignaled
+		}
+		posted := 0
+		for n := 0; n < cfg.TxDepth; n += cfg.PostList {
+			if _, err := e.qps[i].PostSend(wrs); err != nil {
+				return fmt.Errorf("Couldn't post send during warm up: qp index %d scnt=%d: %w", i, n, err)
+			}
+			posted += len(wrs)
+		}
+		for done := 0; done < posted; {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			k, err := e.scq.Poll(wc)
+			if err != nil {
+				return err
+			}
+			for j := range k {
+				if err := wc[j].Err(); err != nil {
+					return err
+				}
+			}
+			done += k
+		}
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/pvperf/pvperf/emu"
+)
+
+// The tests call Main only on command lines that end before bench.Run:
+// errors, -h, -V and device selection.
+
+func runMain(t *testing.T, test, cmdline string) (status int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	status = Main(test, strings.Fields(cmdline), &out, &errOut)
+	return status, out.String(), errOut.String()
+}
+
+func TestMainExitStatus(t *testing.T) {
+	t.Setenv(emu.EnvVar, "")
+	cases := []struct {
+		test, args     string
+		stdout, stderr string // prefixes
+	}{
+		{"write_bw", "-c UD localhost", "", " UD connection only possible in SEND verb\n"},
+		{"write_bw", "-h", "Usage:\n  write_bw ", ""},
+		{"read_lat", "--help", "Usage:\n  read_lat ", ""},
+		{"write_bw", "-V", "Version: 6.29 (pvperf ", ""},
+		{"write_bw", "--foo", "Usage:\n", "write_bw: unrecognized option '--foo'\n Invalid Command or flag.\n"},
+		{"send_bw", "--use_cuda=0", "", " --use_cuda is not supported by pvperf"},
+		{"atomic_bw", "-s 4", RL + "Message size cannot be changed for Atomic tests \n", ""},
+		{"write_bw", "-d nosuchdev localhost", "", "IB device nosuchdev not found\n Unable to find the Infiniband/RoCE device\n"},
+		{"ping_bw", "", "", " cli: unknown test \"ping_bw\""},
+	}
+	for _, c := range cases {
+		status, out, errOut := runMain(t, c.test, c.args)
+		if status != 1 {
+			t.Errorf("%s %s: status %d, want 1", c.test, c.args, status)
+		}
+		if !strings.HasPrefix(out, c.stdout) || (c.stdout == "" && out != "") {
+			t.Errorf("%s %s: stdout %q, want %q...", c.test, c.args, out, c.stdout)
+		}
+		if !strings.HasPrefix(errOut, c.stderr) || (c.stderr == "" && errOut != "") {
+			t.Errorf("%s %s: stderr %q, want %q...", c.test, c.args, errOut, c.stderr)
+		}
+	}
+}
+
+func TestMainNoDevice(t *testing.T) {
+	t.Setenv(emu.EnvVar, "off")
+	want := " Did not detect devices \n If device exists, check if driver is up\n Unable to find the Infiniband/RoCE device\n"
+	for _, args := range []string{"localhost", "-d emu0 localhost"} {
+		status, out, errOut := runMain(t, "send_lat", args)
+		if status != 1 || out != "Disabling dynamic polling\n" || errOut != want {
+			t.Errorf("%s: status %d, stdout %q, stderr %q", args, status, out, errOut)
+		}
+	}
+	t.Setenv(emu.EnvVar, "profile=nope")
+	status, _, errOut := runMain(t, "send_lat", "localhost")
+	if status != 1 || !strings.Contains(errOut, "nope") || !strings.HasSuffix(errOut, " Unable to find the Infiniband/RoCE device\n") {
+		t.Errorf("bad PVPERF_EMU: status %d, stderr %q", status, errOut)
+	}
+}
+
+// TestFindDevice checks the device choice Main makes before bench.Run:
+// the default device is emu0 when there is no kernel device.
+func TestFindDevice(t *testing.T) {
+	t.Setenv(emu.EnvVar, "profile=pvrdma-hw14;profile=unrestricted")
+	var errOut bytes.Buffer
+	d, ok := findDevice("", &errOut)
+	if !ok || d.Name() != "emu0" {
+		t.Fatalf("default device %v, %v: %s", d, ok, errOut.String())
+	}
+	d, ok = findDevice("emu1", &errOut)
+	if !ok || d.Name() != "emu1" || errOut.Len() != 0 {
+		t.Fatalf("emu1: %v, %v: %s", d, ok, errOut.String())
+	}
+}
+
+func TestMainContextCanceled(t *testing.T) {
+	// A canceled context does not change how errors before the run end.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errOut bytes.Buffer
+	if s := MainContext(ctx, "write_lat", []string{"-b"}, &out, &errOut); s != 1 ||
+		errOut.String() != " Bidirectional is only available in BW test\n"+PF {
+		t.Errorf("status %d, stderr %q", s, errOut.String())
+	}
+}
