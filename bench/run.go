@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/pvperf/pvperf/bench/oob"
@@ -69,7 +70,9 @@ func runLoopback(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 	err := cli.run(ctx)
 	if err != nil {
 		cancel()
-		<-srvErr
+		if serr := <-srvErr; serr != nil && !errors.Is(serr, context.Canceled) {
+			return &failure{msg: PerftestMessage(err) + " (server side: " + strings.TrimSpace(PerftestMessage(serr)) + ")\n", err: err}
+		}
 		return err
 	}
 	if err := <-srvErr; err != nil {

@@ -265,7 +265,8 @@ func (m *memory) Bytes() []byte {
 	if m.closed {
 		return nil
 	}
-	return m.seg.mem
+	b := m.seg.mem
+	return b[:len(b):len(b)]
 }
 
 func (m *memory) Close() error {

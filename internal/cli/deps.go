@@ -27,7 +27,10 @@ import (
 //     above it, "Number of outstanding reads is above max");
 //   - the link layer (or --force-link), GID auto-selection when -x is not
 //     given on RoCE, port state, P_Key index clipping, completion vector
-//     against the device's vectors, and SRQ/atomic/UC support.
+//     against the device's vectors, and SRQ/atomic/UC support;
+//   - with --loopback, the adjustments of the server half: the parse takes
+//     the client's view (so a unidirectional SEND/WRITE_IMM server's
+//     disabled peak is the engine's to apply to its server side).
 func (p *parser) forceDependencies() error {
 	c := &p.cfg
 	bw := p.test.bw()

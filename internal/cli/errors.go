@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/pvperf/pvperf/bench"
 )
 
 // ErrHelp is returned by Parse after -h/--help printed the usage text.
@@ -16,6 +14,9 @@ var ErrHelp = errors.New("help requested")
 // perftest exits with status 1 after it, and so does Main.
 var ErrVersion = errors.New("version requested")
 
+// ErrUsage is wrapped by every *Failure: a command line perftest rejects.
+var ErrUsage = errors.New("invalid command line")
+
 // resultLine is perftest's RESULT_LINE.
 const resultLine = "---------------------------------------------------------------------------------------\n"
 
@@ -25,7 +26,7 @@ const parserExitLine = " Parser function exited with Error\n"
 
 // Failure is a command line error. Its message has already been written to
 // the output streams, in perftest's words and on perftest's streams, when
-// Parse returns it. It wraps bench.ErrUsage.
+// Parse returns it. It wraps ErrUsage.
 type Failure struct {
 	// Msg is the error message, as printed.
 	Msg string
@@ -37,7 +38,7 @@ type Failure struct {
 
 func (f *Failure) Error() string { return strings.TrimSpace(f.Msg) }
 
-func (f *Failure) Unwrap() error { return bench.ErrUsage }
+func (f *Failure) Unwrap() error { return ErrUsage }
 
 // parserFail prints msg to stderr and returns the error perftest's parser
 // returns ("return FAILURE").

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/pvperf/pvperf/bench"
 )
 
 // TestErrors checks every command line error of perftest's parser and
@@ -152,8 +150,8 @@ func TestErrors(t *testing.T) {
 		t.Run(c.test+" "+c.args, func(t *testing.T) {
 			r := parse(t, c.test, c.args)
 			var f *Failure
-			if !errors.As(r.err, &f) || !errors.Is(r.err, bench.ErrUsage) {
-				t.Fatalf("error %v, want a *Failure wrapping bench.ErrUsage", r.err)
+			if !errors.As(r.err, &f) || !errors.Is(r.err, ErrUsage) {
+				t.Fatalf("error %v, want a *Failure wrapping ErrUsage", r.err)
 			}
 			if r.stdout != c.stdout {
 				t.Errorf("stdout\n%q\nwant\n%q", r.stdout, c.stdout)

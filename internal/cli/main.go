@@ -47,11 +47,7 @@ func MainContext(ctx context.Context, test string, args []string, stdout, stderr
 		return 1
 	}
 	if err := bench.Run(ctx, opts.Config, dev, stdout, stderr); err != nil {
-		// bench.ErrUsage marks errors the engine reported in perftest's
-		// words already.
-		if !errors.Is(err, bench.ErrUsage) {
-			fmt.Fprintf(stderr, " %v\n", err)
-		}
+		fmt.Fprint(stderr, bench.PerftestMessage(err))
 		return 1
 	}
 	return 0

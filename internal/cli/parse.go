@@ -14,10 +14,6 @@ import (
 	"github.com/pvperf/pvperf/verbs"
 )
 
-// DefaultPeerTimeout is how long a silent peer may take before the run
-// fails, unless --peer-timeout says otherwise.
-const DefaultPeerTimeout = 5 * time.Second
-
 // defaultJSONFile is perftest's --out_json_file default.
 const defaultJSONFile = "perftest_out.json"
 
@@ -56,7 +52,7 @@ type Options struct {
 // configuration. It writes what perftest's parser writes (warnings, usage,
 // version, error messages) to stdout and stderr, and returns an error for
 // every outcome after which perftest exits: ErrHelp, ErrVersion, or a
-// *Failure (which wraps bench.ErrUsage). It does not touch any device.
+// *Failure (which wraps ErrUsage). It does not touch any device.
 func Parse(test string, args []string, stdout, stderr io.Writer) (bench.Config, error) {
 	o, err := ParseOptions(test, args, stdout, stderr)
 	return o.Config, err
@@ -141,7 +137,7 @@ func newParser(spec testSpec, prog string, stdout, stderr io.Writer) *parser {
 	c.Connection = verbs.RC
 	c.Port = bench.DefaultPort
 	c.Version = bench.ProtocolVersion
-	c.PeerTimeout = DefaultPeerTimeout
+	c.PeerTimeout = bench.DefaultPeerTimeout
 	c.IBPort = 1
 	c.GIDIndex = -1
 	c.QPTimeout = bench.DefaultQPTimeout

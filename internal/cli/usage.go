@@ -245,7 +245,7 @@ func writeUsage(w io.Writer, prog string, t testSpec, verb bench.Verb, tbl *optT
 		" Run the server and the client in this process, for tests without a peer (give no <host>)")
 	u.opt("peer-timeout", "      --peer-timeout=<duration> ",
 		fmt.Sprintf(" Fail when the peer stays silent this long: a duration (500ms, 10s, 2m) or seconds (default %v)",
-			DefaultPeerTimeout))
+			bench.DefaultPeerTimeout))
 	u.printf("\n")
 	u.unsupportedRest()
 }

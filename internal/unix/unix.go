@@ -22,18 +22,16 @@ func MmapAnon(n int) ([]byte, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("mmap", err)
 	}
-	return b[:n:n], nil
+	return b[:n], nil // the capacity is the whole mapping, for Munmap
 }
 
 // Munmap releases a mapping returned by MmapAnon or MmapFile. b must be the
-// slice that was returned (its capacity gives the mapped length).
+// slice that was returned (its capacity is the mapped length).
 func Munmap(b []byte) error {
 	if cap(b) == 0 {
 		return nil
 	}
-	full := b[:cap(b)]
-	full = full[:roundPage(len(full))]
-	if err := unix.Munmap(full); err != nil {
+	if err := unix.Munmap(b[:cap(b)]); err != nil {
 		return os.NewSyscallError("munmap", err)
 	}
 	return nil
@@ -68,7 +66,7 @@ func MmapFile(fd, n int) ([]byte, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("mmap", err)
 	}
-	return b[:n:n], nil
+	return b[:n], nil // the capacity is the whole mapping, for Munmap
 }
 
 // FileSize returns the size of the file behind fd.
@@ -204,13 +202,19 @@ func WaitPeerClosed(c net.Conn, done <-chan struct{}) bool {
 		return false
 	}
 	stopped := make(chan struct{})
-	defer close(stopped)
+	woken := make(chan struct{})
 	go func() {
+		defer close(woken)
 		select {
 		case <-done:
 			_ = c.SetReadDeadline(time.Unix(1, 0)) // wakes the wait below
 		case <-stopped:
 		}
+	}()
+	defer func() {
+		close(stopped)
+		<-woken // the deadline is no longer touched by the goroutine
+		_ = c.SetReadDeadline(time.Time{})
 	}()
 	var closed bool
 	_ = rc.Read(func(fd uintptr) bool {
@@ -224,6 +228,5 @@ func WaitPeerClosed(c net.Conn, done <-chan struct{}) bool {
 		}
 		return true
 	})
-	_ = c.SetReadDeadline(time.Time{})
 	return closed
 }

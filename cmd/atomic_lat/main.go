@@ -1,0 +1,14 @@
+// Command atomic_lat is pvperf's drop-in replacement for perftest's ib_atomic_lat: the
+// same options, defaults, messages and output. Run it without a host to
+// start a server, with the server's host to run the test against it.
+package main
+
+import (
+	"os"
+
+	"github.com/pvperf/pvperf/internal/cli"
+)
+
+func main() {
+	os.Exit(cli.Main("atomic_lat", os.Args[1:], os.Stdout, os.Stderr))
+}
