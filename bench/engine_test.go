@@ -2,9 +2,9 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"context"
 	"strings"
 	"testing"
 	"time"
