@@ -21,7 +21,7 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, size int, peak, serve
 	var dc *durationClock
 	beforeFirstRx := server
 	if !server && duration {
-		dc = startDuration(cfg.Duration, cfg.Margin)
+		dc = startDuration(ctx, cfg.Duration, cfg.Margin)
 		defer func() { <-dc.done }()
 	}
 	tot := iters * uint64(nq)
@@ -86,7 +86,7 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, size int, peak, serve
 		if ne > 0 && beforeFirstRx {
 			beforeFirstRx = false
 			if duration {
-				dc = startDuration(cfg.Duration, cfg.Margin)
+				dc = startDuration(ctx, cfg.Duration, cfg.Margin)
 				defer func() { <-dc.done }()
 			}
 		}
@@ -134,6 +134,9 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, size int, peak, serve
 				sm.iters += cqMod
 			}
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return sm, err
 	}
 	if duration {
 		sm.tposted[0], sm.tcompleted[0] = dc.start.Load(), dc.stop.Load()

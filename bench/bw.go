@@ -38,18 +38,36 @@ type durationClock struct {
 	done  chan struct{}
 }
 
-func startDuration(duration, margin int) *durationClock {
+func startDuration(ctx context.Context, duration, margin int) *durationClock {
 	d := &durationClock{done: make(chan struct{})}
 	go func() {
 		defer close(d.done)
-		sleep := func(s int) { time.Sleep(time.Duration(s) * time.Second) }
-		sleep(margin)
+		// A cancelled context (the peer vanished, or the caller gave up)
+		// ends the test at once: the loops see stateEnd and return.
+		sleep := func(s int) bool {
+			t := time.NewTimer(time.Duration(s) * time.Second)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				return true
+			case <-ctx.Done():
+				d.state.Store(stateEnd)
+				return false
+			}
+		}
+		if !sleep(margin) {
+			return
+		}
 		d.start.Store(clock.Now())
 		d.state.Store(stateSample)
-		sleep(duration - 2*margin)
+		if !sleep(duration - 2*margin) {
+			return
+		}
 		d.stop.Store(clock.Now())
 		d.state.Store(stateStopSample)
-		sleep(margin)
+		if !sleep(margin) {
+			return
+		}
 		d.state.Store(stateEnd)
 	}()
 	return d
@@ -202,7 +220,7 @@ func (e *endpoint) runBW(ctx context.Context, size int, peak bool) (samples, err
 	duration := cfg.Duration > 0
 	var dc *durationClock
 	if duration {
-		dc = startDuration(cfg.Duration, cfg.Margin)
+		dc = startDuration(ctx, cfg.Duration, cfg.Margin)
 		defer func() { <-dc.done }()
 		iters = 0
 	}
@@ -298,6 +316,9 @@ func (e *endpoint) runBW(ctx context.Context, size int, peak bool) (samples, err
 				}
 			}
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return sm, err
 	}
 	if duration {
 		sm.tposted[0], sm.tcompleted[0] = dc.start.Load(), dc.stop.Load()

@@ -34,7 +34,7 @@ func (e *endpoint) newLatRun(ctx context.Context, size int, server bool) *latRun
 		w.Flags |= verbs.SendInline
 	}
 	if l.duration {
-		l.dc = startDuration(cfg.Duration, cfg.Margin)
+		l.dc = startDuration(ctx, cfg.Duration, cfg.Margin)
 		l.iters = 0
 		l.sm.tposted = make([]int64, 1)
 		l.sm.tcompleted = make([]int64, 1)
@@ -168,7 +168,7 @@ func (e *endpoint) runLatSend(ctx context.Context, r *receiver, size int, server
 			}
 		}
 	}
-	return l.finish(), nil
+	return l.finish(), l.ctx.Err()
 }
 
 // byteAt reads the byte at b[0] with an atomic load of its aligned word:
@@ -232,7 +232,7 @@ func (e *endpoint) runLatWrite(ctx context.Context, size int, server bool) (samp
 			}
 		}
 	}
-	return l.finish(), nil
+	return l.finish(), l.ctx.Err()
 }
 
 // runLatWriteImm is perftest's run_iter_lat_write_imm: like runLatWrite,
@@ -297,7 +297,7 @@ func (e *endpoint) runLatWriteImm(ctx context.Context, r *receiver, size int, se
 			}
 		}
 	}
-	return l.finish(), nil
+	return l.finish(), l.ctx.Err()
 }
 
 // runLatReadAtomic is perftest's run_iter_lat: the client posts one READ or
@@ -332,5 +332,5 @@ func (e *endpoint) runLatReadAtomic(ctx context.Context, size int) (samples, err
 			}
 		}
 	}
-	return l.finish(), nil
+	return l.finish(), l.ctx.Err()
 }

@@ -166,7 +166,7 @@ func (e *endpoint) runBWServer(ctx context.Context, r *receiver) (samples, error
 			if first {
 				first = false
 				if duration {
-					dc = startDuration(cfg.Duration, cfg.Margin)
+					dc = startDuration(ctx, cfg.Duration, cfg.Margin)
 					defer func() { <-dc.done }()
 				} else {
 					sm.tposted[0] = clock.Now()
@@ -190,6 +190,9 @@ func (e *endpoint) runBWServer(ctx context.Context, r *receiver) (samples, error
 				}
 			}
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return sm, err
 	}
 	if duration {
 		sm.tposted[0], sm.tcompleted[0] = dc.start.Load(), dc.stop.Load()
