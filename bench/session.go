@@ -84,9 +84,6 @@ func (s *session) run(ctx context.Context) (err error) {
 			err = fail(cerr, "Failed to destroy resources\n")
 		}
 	}()
-	if s.server && s.full() {
-		_ = reports.WriteWaitingBanner(s.out, &s.ti)
-	}
 	if err := s.connect(ctx); err != nil {
 		return err
 	}
@@ -226,6 +223,12 @@ func (s *session) connect(ctx context.Context) error {
 		var ln *oob.Listener
 		ln, err = oob.Listen(ctx, addr)
 		if err == nil {
+			// The banner comes once the port listens, so a client
+			// started on seeing it finds the server.
+			if s.full() {
+				ti := reports.TestInfo{Server: true, Output: reports.OutputFull}
+				_ = reports.WriteWaitingBanner(s.out, &ti)
+			}
 			if s.ready != nil {
 				s.ready(ln.Addr().Port)
 			}
@@ -440,6 +443,10 @@ func (s *session) fillTestInfo() {
 		ti.GIDIndex = reports.NotSet
 	}
 	ti.InlineSize = e.inline
+	ti.NUMANode = reports.NotSet
+	if e.attr.NUMANode >= 0 {
+		ti.NUMANode = e.attr.NUMANode
+	}
 	ti.OutReads = e.outReads
 	ti.DLID = uint16(cfg.DLID)
 	ti.Gbits = cfg.ReportGbits

@@ -622,6 +622,9 @@ type DeviceAttr struct {
 	MaxUDQP        int      // limit on UD QPs, 0 = only MaxQP applies
 	MaxInlineData  int      // 0: no inline sends
 	NumCompVectors int
+	// NUMANode is the NUMA node the device is attached to (sysfs
+	// numa_node), -1 when unknown. Emulated devices report node 0.
+	NUMANode int
 }
 
 // Supports reports whether the device offers QP type t.
