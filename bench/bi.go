@@ -44,6 +44,7 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, size int, peak, serve
 	step := uint64(inc(size, e.cacheLine))
 	cycle := uint64(e.pageSize)
 	small := uint64(size) <= cycle/2
+	wrap := cycle / step * step
 	imm := cfg.Verb == SendImm || cfg.Verb == WriteImm
 	var totS, totC, totR uint64
 	ended := func() bool { return duration && dc != nil && dc.state.Load() == stateEnd }
@@ -70,7 +71,7 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, size int, peak, serve
 					return sm, fmt.Errorf("Couldn't post send: qp %d scnt=%d: %w", i, s.scnt[i], err)
 				}
 				if pl == 1 && small {
-					w.SGL[0].Addr = nextAddr(w.SGL[0].Addr, step, s.scnt[i], s.myAddr[i], cycle)
+					w.SGL[0].Addr = stepAddr(w.SGL[0].Addr, step, s.myAddr[i], wrap)
 				}
 				s.scnt[i] += pl
 				totS += pl

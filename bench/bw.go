@@ -112,6 +112,7 @@ type sender struct {
 	remAddr []uint64
 	scnt    []uint64
 	ccnt    []uint64
+	mod     []uint64 // scnt % cq_mod, with a post list of one
 }
 
 // newSender prepares the send work requests for message size size.
@@ -119,7 +120,7 @@ func (e *endpoint) newSender(size int) *sender {
 	cfg := e.cfg
 	n, pl := cfg.NumQPs, cfg.PostList
 	s := &sender{e: e, size: size, wrs: make([][]verbs.SendWR, n), sges: make([][]verbs.SGE, n),
-		myAddr: make([]uint64, n), remAddr: make([]uint64, n), scnt: make([]uint64, n), ccnt: make([]uint64, n)}
+		myAddr: make([]uint64, n), remAddr: make([]uint64, n), scnt: make([]uint64, n), ccnt: make([]uint64, n), mod: make([]uint64, n)}
 	step := uint64(inc(size, e.cacheLine))
 	cycle := uint64(e.pageSize)
 	bw := cfg.Test == Bandwidth
@@ -195,6 +196,17 @@ func nextAddr(addr, step, cnt, prim, cycle uint64) uint64 {
 	return addr
 }
 
+// stepAddr is nextAddr for a sender whose count and address advance
+// together from prim: the wrap comes after wrap = (cycle/step)*step bytes,
+// found without nextAddr's two divisions.
+func stepAddr(addr, step, prim, wrap uint64) uint64 {
+	addr += step
+	if addr-prim >= wrap {
+		addr = prim
+	}
+	return addr
+}
+
 // pollSend polls the send CQ into wc, waiting on the channel first in event
 // mode.
 func (e *endpoint) pollCQ(ctx context.Context, cq verbs.CQ, ch verbs.CompChannel, wc []verbs.WC, events bool) (int, error) {
@@ -240,6 +252,8 @@ func (e *endpoint) runBW(ctx context.Context, size int, peak bool) (samples, err
 	step := uint64(inc(size, e.cacheLine))
 	cycle := uint64(e.pageSize)
 	small := uint64(size) <= cycle/2
+	wrap := cycle / step * step
+	remote := cfg.Verb != Send && cfg.Verb != SendImm
 	var totS, totC uint64
 	if !peak && !duration {
 		sm.tposted[0] = clock.Now()
@@ -252,8 +266,14 @@ func (e *endpoint) runBW(ctx context.Context, size int, peak bool) (samples, err
 		for i := range nq {
 			wrs := s.wrs[i]
 			w := &wrs[0]
-			for (s.scnt[i] < cfg.Iters || duration) && s.scnt[i]+pl <= uint64(cfg.TxDepth)+s.ccnt[i] {
-				if pl == 1 && s.scnt[i]%cqMod == 0 && cqMod > 1 && !(s.scnt[i] == cfg.Iters-1 && !duration) {
+			sge := &w.SGL[0]
+			qp := e.qps[i]
+			// scnt%cqMod is kept in mod rather than divided for each
+			// message.
+			scnt, mod := s.scnt[i], s.mod[i]
+			limit := uint64(cfg.TxDepth) + s.ccnt[i]
+			for (scnt < cfg.Iters || duration) && scnt+pl <= limit {
+				if pl == 1 && mod == 0 && cqMod > 1 && !(scnt == cfg.Iters-1 && !duration) {
 					w.Flags &^= verbs.SendSignaled
 				}
 				if peak && !duration {
@@ -262,21 +282,28 @@ func (e *endpoint) runBW(ctx context.Context, size int, peak bool) (samples, err
 				if duration && dc.state.Load() == stateEnd {
 					break
 				}
-				if _, err := e.qps[i].PostSend(wrs); err != nil {
-					return sm, fmt.Errorf("Couldn't post send: qp %d scnt=%d || err=%w tx_depth=%d", i, s.scnt[i], err, cfg.TxDepth)
+				if _, err := qp.PostSend(wrs); err != nil {
+					s.scnt[i], s.mod[i] = scnt, mod
+					return sm, fmt.Errorf("Couldn't post send: qp %d scnt=%d || err=%w tx_depth=%d", i, scnt, err, cfg.TxDepth)
 				}
 				if pl == 1 && small {
-					w.SGL[0].Addr = nextAddr(w.SGL[0].Addr, step, s.scnt[i], s.myAddr[i], cycle)
-					if cfg.Verb != Send && cfg.Verb != SendImm {
-						w.RemoteAddr = nextAddr(w.RemoteAddr, step, s.scnt[i], s.remAddr[i], cycle)
+					sge.Addr = stepAddr(sge.Addr, step, s.myAddr[i], wrap)
+					if remote {
+						w.RemoteAddr = stepAddr(w.RemoteAddr, step, s.remAddr[i], wrap)
 					}
 				}
-				s.scnt[i] += pl
+				scnt += pl
 				totS += pl
-				if pl == 1 && (s.scnt[i]%cqMod == cqMod-1 || (!duration && s.scnt[i] == cfg.Iters-1)) {
-					w.Flags |= verbs.SendSignaled
+				if pl == 1 {
+					if mod++; mod == cqMod {
+						mod = 0
+					}
+					if mod == cqMod-1 || (!duration && scnt == cfg.Iters-1) {
+						w.Flags |= verbs.SendSignaled
+					}
 				}
 			}
+			s.scnt[i], s.mod[i] = scnt, mod
 		}
 		if totC < tot || (duration && totC < totS) {
 			if cfg.Events && ne == 0 {
