@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/pvperf/pvperf/bench/oob"
@@ -75,6 +76,9 @@ func (s *session) full() bool { return s.cfg.Output == OutputFull }
 
 // run is the whole test.
 func (s *session) run(ctx context.Context) (err error) {
+	// The polling loops stay on one OS thread, as perftest's do.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	cfg := &s.cfg
 	if err := s.openDevice(); err != nil {
 		return err

@@ -4,7 +4,7 @@ package reports
 // src/perftest_communication.h of 6.29 unless named 606), rendered by
 // cSprintf. PRIu64 is "lu" on x86-64 Linux.
 //
-// Where shared/reference/perftest.md and the captured runs
+// Where written descriptions of perftest's output and the captured runs
 // (testdata/perftest-*) disagree, the captures win:
 //
 //   - §3.4 gives the BW row as "...%-7.2lf\t\t     %-7.6lf" and says only the

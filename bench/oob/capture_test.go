@@ -21,8 +21,8 @@ import (
 	"time"
 )
 
-// A capture is one recorded run of real perftest binaries (testdata/captures,
-// a copy of shared/captures; see its README.md): both outputs and every
+// A capture is one recorded run of real perftest binaries (testdata/captures;
+// see its README.md): both outputs and every
 // out-of-band chunk.
 type capture struct {
 	name      string
@@ -169,7 +169,7 @@ func (c *capture) side(client bool) sideMsgs {
 }
 
 // scenario is a test as perftest runs it: enough to know the order of the
-// out-of-band messages (shared/reference/perftest.md §5.2, §5.6).
+// out-of-band messages (as perftest's test mains order them).
 type scenario struct {
 	file   string
 	verb   Verb

@@ -25,8 +25,8 @@
 // "6.27" therefore makes a Conn behave exactly like a 6.27 binary.
 //
 // The package provides the messages and the exchanges; the order of the key
-// handshakes is the caller's, following perftest (shared/reference
-// perftest.md §5.2 and §5.6):
+// handshakes is the caller's, following perftest
+// (src/perftest_communication.c and the test mains):
 //
 //	latency write/read/atomic: one extra handshake (QP 0) first
 //	round 1: one handshake per QP
@@ -41,7 +41,7 @@
 //
 // The captures of real runs (perftest 6.06 and 6.29) are the ground truth of
 // this package; its tests replay them byte for byte. Where they differ from
-// shared/reference/perftest.md:
+// written descriptions of the protocol:
 //
 //   - perftest before 6.17 (for example 6.06) writes "done\0" (5 bytes) right
 //     after the close handshake and closes without reading anything; the

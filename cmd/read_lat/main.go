@@ -1,6 +1,3 @@
-// Command read_lat is pvperf's drop-in replacement for perftest's ib_read_lat: the
-// same options, defaults, messages and output. Run it without a host to
-// start a server, with the server's host to run the test against it.
 package main
 
 import (

@@ -1,6 +1,3 @@
-// Command write_bw is pvperf's drop-in replacement for perftest's ib_write_bw: the
-// same options, defaults, messages and output. Run it without a host to
-// start a server, with the server's host to run the test against it.
 package main
 
 import (

@@ -1,0 +1,14 @@
+// Command atomic_lat measures atomic operation latency between two queue pairs. It is
+// pvperf's drop-in replacement for perftest's ib_atomic_lat: the same options,
+// defaults, messages and output, and the same out-of-band protocol, so
+// either side may be a real ib_atomic_lat.
+//
+// Usage:
+//
+//	atomic_lat [options]               start a server and wait for a client
+//	atomic_lat [options] HOST          run the test against the server on HOST
+//	atomic_lat --loopback [options]    run both sides in this process
+//
+// Without an RDMA device the test runs on the emulated device emu0.
+// "atomic_lat -h" lists every option; exit status 1 reports a failure.
+package main

@@ -1,0 +1,14 @@
+// Command send_lat measures SEND latency between two queue pairs. It is
+// pvperf's drop-in replacement for perftest's ib_send_lat: the same options,
+// defaults, messages and output, and the same out-of-band protocol, so
+// either side may be a real ib_send_lat.
+//
+// Usage:
+//
+//	send_lat [options]               start a server and wait for a client
+//	send_lat [options] HOST          run the test against the server on HOST
+//	send_lat --loopback [options]    run both sides in this process
+//
+// Without an RDMA device the test runs on the emulated device emu0.
+// "send_lat -h" lists every option; exit status 1 reports a failure.
+package main

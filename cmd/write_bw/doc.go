@@ -1,0 +1,14 @@
+// Command write_bw measures RDMA WRITE bandwidth between two queue pairs. It is
+// pvperf's drop-in replacement for perftest's ib_write_bw: the same options,
+// defaults, messages and output, and the same out-of-band protocol, so
+// either side may be a real ib_write_bw.
+//
+// Usage:
+//
+//	write_bw [options]               start a server and wait for a client
+//	write_bw [options] HOST          run the test against the server on HOST
+//	write_bw --loopback [options]    run both sides in this process
+//
+// Without an RDMA device the test runs on the emulated device emu0.
+// "write_bw -h" lists every option; exit status 1 reports a failure.
+package main
