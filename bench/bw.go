@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -207,20 +206,6 @@ func stepAddr(addr, step, prim, wrap uint64) uint64 {
 	return addr
 }
 
-// pollSend polls the send CQ into wc, waiting on the channel first in event
-// mode.
-func (e *endpoint) pollCQ(ctx context.Context, cq verbs.CQ, ch verbs.CompChannel, wc []verbs.WC, events bool) (int, error) {
-	if events {
-		if _, err := ch.Wait(ctx); err != nil {
-			return 0, fmt.Errorf("Failed to get cq_event: %w", err)
-		}
-		if err := cq.ReqNotify(false); err != nil {
-			return 0, fmt.Errorf("Couldn't request CQ notification: %w", err)
-		}
-	}
-	return cq.Poll(wc)
-}
-
 // runBW is perftest's run_iter_bw: post on every QP up to tx_depth
 // outstanding, every cq_mod-th and the last work request signalled,
 // and count completions.
@@ -369,5 +354,3 @@ func (cfg *Config) fillCount() bool {
 	}
 	return cfg.Iters%uint64(cfg.CQMod) != 0
 }
-
-var errTimeout = errors.New("timed out")

@@ -152,10 +152,7 @@ func (e *endpoint) runBWServer(ctx context.Context, r *receiver) (samples, error
 				return sm, fmt.Errorf(" Failed to notify events to CQ: %w", err)
 			}
 		}
-		for {
-			if duration && dc != nil && dc.state.Load() == stateEnd {
-				break
-			}
+		for !duration || dc == nil || dc.state.Load() != stateEnd {
 			ne, err := e.rcq.Poll(wc)
 			if err != nil {
 				return sm, fmt.Errorf("Poll Receive CQ failed %w", err)

@@ -508,7 +508,7 @@ func bareHalfRTTProcess(tb testing.TB, n int) time.Duration {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer unix.Munmap(page)
+	defer func() { _ = unix.Munmap(page) }()
 	cmd, in, out := startChild(tb, "bare", f)
 	fmt.Fprintln(in, n)
 	expectLine(tb, out, "ready")

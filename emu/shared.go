@@ -143,8 +143,6 @@ type mrEntry struct {
 	_         [16]byte
 }
 
-func (e *mrEntry) key() uint32 { return uint32(atomic.LoadUint64(&e.keySerial)) }
-
 type chanCtx struct {
 	lock uint32
 	seq  uint32 // futex word, bumped for every notification (atomic)

@@ -157,7 +157,7 @@ func (c *CQ) decode(b []byte, wc *verbs.WC) error {
 // ReqNotify rings the ARM doorbell: the next completion (or the next
 // solicited one) produces a notification. No system call is involved.
 func (c *CQ) ReqNotify(solicitedOnly bool) {
-	v := uint32(UARCQArm)
+	v := UARCQArm
 	if solicitedOnly {
 		v = UARCQArmSol
 	}

@@ -264,7 +264,7 @@ func startPeer(t *testing.T, tg Target, role string) *peerProc {
 		select {
 		case <-done:
 		case <-time.After(waitLong):
-			p.cmd.Process.Kill()
+			_ = p.cmd.Process.Kill()
 		}
 		if err := p.cmd.Wait(); err != nil && p.cmd.ProcessState != nil && !p.killed() {
 			t.Errorf("peer process: %v; its stderr:\n%s", err, p.stderr.String())
@@ -420,7 +420,7 @@ func testTwoProcesses(t *testing.T, tg Target) {
 	if err := peer.cmd.Process.Kill(); err != nil {
 		t.Fatalf("kill peer: %v", err)
 	}
-	peer.cmd.Wait()
+	_ = peer.cmd.Wait() // killed: the error says so
 	start := time.Now()
 	postSend(t, a.QP, p.sendWR(4, verbs.OpSend, verbs.SendSignaled, sge(a.MR, 16384, 64)))
 	wc := poll1(t, a.SendCQ)
