@@ -1,0 +1,204 @@
+package unix
+
+import (
+	"errors"
+	"net"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestMmapAnon(t *testing.T) {
+	b, err := MmapAnon(5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != 5000 || cap(b) != 2*os.Getpagesize() {
+		t.Errorf("len %d cap %d, want 5000 and two pages", len(b), cap(b))
+	}
+	for i := range b {
+		if b[i] != 0 {
+			t.Fatalf("byte %d is %d, want zeroed memory", i, b[i])
+		}
+	}
+	b[4999] = 1
+	if err := MadviseDontFork(b); err != nil {
+		t.Error(err)
+	}
+	if err := Munmap(b); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestMemfdShared: two mappings of one memfd see each other's writes, and
+// the file has the rounded size.
+func TestMemfdShared(t *testing.T) {
+	fd, err := MemfdCreate("pvperf-test", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = Close(fd) }()
+	size, err := FileSize(fd)
+	if err != nil || size != int64(os.Getpagesize()) {
+		t.Fatalf("size %d, %v; want one page", size, err)
+	}
+	a, err := MmapFile(fd, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = Munmap(a) }()
+	b, err := MmapFile(fd, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = Munmap(b) }()
+	a[42] = 7
+	if b[42] != 7 {
+		t.Error("the second mapping does not see the first one's write")
+	}
+}
+
+func TestFutex(t *testing.T) {
+	var w uint32
+	// A value other than the expected one returns at once.
+	if err := FutexWait(&w, 1, time.Second); err != nil && !errors.Is(err, unix.EAGAIN) {
+		t.Errorf("wait on a changed value: %v", err)
+	}
+	// A timeout returns.
+	start := time.Now()
+	_ = FutexWait(&w, 0, 20*time.Millisecond)
+	if time.Since(start) < 10*time.Millisecond {
+		t.Error("wait returned before its timeout with nothing to wake it")
+	}
+	// A wake ends a wait.
+	woke := make(chan struct{})
+	go func() {
+		for atomic.LoadUint32(&w) == 0 {
+			_ = FutexWait(&w, 0, time.Minute)
+		}
+		close(woke)
+	}()
+	time.Sleep(10 * time.Millisecond)
+	atomic.StoreUint32(&w, 1)
+	FutexWake(&w, 1)
+	select {
+	case <-woke:
+	case <-time.After(10 * time.Second):
+		t.Fatal("FutexWake did not wake the waiter")
+	}
+}
+
+func TestUnixRights(t *testing.T) {
+	fd, err := MemfdCreate("pvperf-test", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = Close(fd) }()
+	oob := UnixRights(fd, fd)
+	if len(oob) != CmsgSpace(2) {
+		t.Errorf("control message of %d bytes, want %d", len(oob), CmsgSpace(2))
+	}
+	fds, err := ParseUnixRights(oob)
+	if err != nil || len(fds) != 2 || fds[0] != fd {
+		t.Errorf("ParseUnixRights: %v, %v", fds, err)
+	}
+	if fds, err := ParseUnixRights([]byte{1, 2, 3}); len(fds) != 0 {
+		t.Errorf("a truncated control message gave descriptors %v (%v)", fds, err)
+	}
+}
+
+func TestPeerUID(t *testing.T) {
+	a, b, err := socketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	defer b.Close()
+	uid, err := PeerUID(a)
+	if err != nil || uid != Getuid() {
+		t.Errorf("PeerUID = %d, %v; want %d", uid, err, Getuid())
+	}
+}
+
+func socketPair() (*net.UnixConn, *net.UnixConn, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn := func(fd int) (*net.UnixConn, error) {
+		f := os.NewFile(uintptr(fd), "socket")
+		defer f.Close()
+		c, err := net.FileConn(f)
+		if err != nil {
+			return nil, err
+		}
+		return c.(*net.UnixConn), nil
+	}
+	a, err := conn(fds[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := conn(fds[1])
+	if err != nil {
+		a.Close()
+		return nil, nil, err
+	}
+	return a, b, nil
+}
+
+func TestWaitPeerClosed(t *testing.T) {
+	t.Run("peer closes", func(t *testing.T) {
+		a, b, err := socketPair()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		go func() { time.Sleep(10 * time.Millisecond); b.Close() }()
+		if !WaitPeerClosed(a, nil) {
+			t.Error("a closed peer was not noticed")
+		}
+	})
+	t.Run("done", func(t *testing.T) {
+		a, b, err := socketPair()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		defer b.Close()
+		done := make(chan struct{})
+		go func() { time.Sleep(10 * time.Millisecond); close(done) }()
+		if WaitPeerClosed(a, done) {
+			t.Error("reported closed, but the peer is alive")
+		}
+		// The connection is still usable: no deadline is left behind and
+		// nothing was consumed.
+		if _, err := b.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		var buf [1]byte
+		if _, err := a.Read(buf[:]); err != nil || buf[0] != 'x' {
+			t.Errorf("read after WaitPeerClosed: %q, %v", buf[:], err)
+		}
+	})
+	t.Run("data is not consumed", func(t *testing.T) {
+		a, b, err := socketPair()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		defer b.Close()
+		if _, err := b.Write([]byte("y")); err != nil {
+			t.Fatal(err)
+		}
+		if WaitPeerClosed(a, nil) {
+			t.Error("data taken for a close")
+		}
+		var buf [1]byte
+		if _, err := a.Read(buf[:]); err != nil || buf[0] != 'y' {
+			t.Errorf("read: %q, %v", buf[:], err)
+		}
+	})
+}
