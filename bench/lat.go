@@ -116,6 +116,7 @@ func (e *endpoint) runLatSend(ctx context.Context, r *receiver, size int, server
 		sizePerQP /= uint64(cfg.NumQPs)
 	}
 	var scnt, rcnt uint64
+	cqMod, mod := uint64(cfg.CQMod), uint64(0) // mod = scnt % cqMod
 	for scnt < l.iters || rcnt < l.iters || (l.duration && !l.ended()) {
 		if (rcnt < l.iters || l.duration) && !(scnt < 1 && !server) {
 			c, got, err := l.pollOne(e.rcq, e.recvCh, cfg.Events)
@@ -146,7 +147,10 @@ func (e *endpoint) runLatSend(ctx context.Context, r *receiver, size int, server
 				l.sm.tposted[scnt] = clock.Now()
 			}
 			scnt++
-			signal := scnt%uint64(cfg.CQMod) == 0 || (!l.duration && scnt == cfg.Iters)
+			if mod++; mod == cqMod {
+				mod = 0
+			}
+			signal := mod == 0 || (!l.duration && scnt == cfg.Iters)
 			if signal {
 				w.Flags |= verbs.SendSignaled
 			}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pvperf/pvperf/bench/oob"
+	"github.com/pvperf/pvperf/internal/clock"
 	"github.com/pvperf/pvperf/reports"
 	"github.com/pvperf/pvperf/verbs"
 )
@@ -76,9 +77,11 @@ func (s *session) full() bool { return s.cfg.Output == OutputFull }
 
 // run is the whole test.
 func (s *session) run(ctx context.Context) (err error) {
-	// The polling loops stay on one OS thread, as perftest's do.
+	// The polling loops stay on one OS thread, as perftest's do, and time
+	// with the cycle counter where it is usable, as perftest's do.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	clock.Calibrate()
 	cfg := &s.cfg
 	if err := s.openDevice(); err != nil {
 		return err

@@ -8,13 +8,15 @@
 #   write_bw --loopback -s 2 -n 1000000 -N    MsgRate      vs BenchmarkWriteRate
 #   send_lat --loopback                       t_typical    vs BenchmarkPingPong/emu
 #
-# Each figure is the median of ROUNDS rounds (default 5); the raw and the
-# engine runs of a round follow each other, so both see the same machine.
+# The raw and the engine runs of a round follow each other, so both see the
+# same machine; the ratio is computed per round, and the script prints the
+# median over ROUNDS rounds (default 7) of each figure and of the ratio,
+# with the ratio's range.
 #
 # Usage: scripts/engine-vs-emu.sh [-r ROUNDS]
 set -euo pipefail
 
-rounds=${ROUNDS:-5}
+rounds=${ROUNDS:-7}
 while getopts "r:" opt; do
 	case $opt in
 	r) rounds=$OPTARG ;;
@@ -54,12 +56,24 @@ for r in $(seq "$rounds"); do
 	row "$out/send_lat" --loopback | awk '{ print $5 }' >>"$out/eng_lat"
 done
 
-rb=$(median <"$out/raw_bw") eb=$(median <"$out/eng_bw")
-rr=$(median <"$out/raw_rate") er=$(median <"$out/eng_rate")
-rl=$(median <"$out/raw_lat") el=$(median <"$out/eng_lat")
+# ratios FILE_ENGINE FILE_RAW: the per-round ratios.
+ratios() { paste "$1" "$2" | awk '{ print $1 / $2 }'; }
+
+ratios "$out/eng_bw" "$out/raw_bw" >"$out/r_bw"
+ratios "$out/eng_rate" "$out/raw_rate" >"$out/r_rate"
+ratios "$out/eng_lat" "$out/raw_lat" >"$out/r_lat"
+
+# line LABEL UNIT ENGINE RAW RATIOS TARGET
+line() {
+	local e r m lo hi
+	e=$(median <"$3") r=$(median <"$4") m=$(median <"$5")
+	lo=$(sort -g "$5" | head -1) hi=$(sort -g "$5" | tail -1)
+	awk -v l="$1" -v u="$2" -v e="$e" -v r="$r" -v m="$m" -v lo="$lo" -v hi="$hi" -v t="$6" \
+		'BEGIN { printf "%-40s %10.3f %-5s %10.3f %-5s %6.3f  %5.3f-%5.3f  %s\n", l, e, u, r, u, m, lo, hi, t }'
+}
 
 printf '\nmedians of %d rounds on %s (%s CPUs)\n\n' "$rounds" "$(uname -n)" "$(nproc)"
-printf '%-42s %14s %14s %8s %8s\n' "measurement" "engine" "raw emulator" "ratio" "target"
-awk -v e="$eb" -v r="$rb" 'BEGIN { printf "%-42s %10.0f MiB/s %8.0f MiB/s %8.3f %8s\n", "write_bw --loopback -s 65536 (BW average)", e, r, e/r, ">=0.90" }'
-awk -v e="$er" -v r="$rr" 'BEGIN { printf "%-42s %11.3f Mpps %9.3f Mpps %8.3f %8s\n", "write_bw --loopback -s 2 -n 1000000 -N", e, r, e/r, ">=0.90" }'
-awk -v e="$el" -v r="$rl" 'BEGIN { printf "%-42s %12.3f usec %8.3f usec %8.3f %8s\n", "send_lat --loopback (t_typical)", e, r, e/r, "<=1.10" }'
+printf '%-40s %16s %16s %6s  %11s  %s\n' "measurement" "engine" "raw emulator" "ratio" "range" "target"
+line "write_bw --loopback -s 65536 (BW avg)" "MiB/s" "$out/eng_bw" "$out/raw_bw" "$out/r_bw" ">=0.90"
+line "write_bw --loopback -s 2 -n 1000000 -N" "Mpps" "$out/eng_rate" "$out/raw_rate" "$out/r_rate" ">=0.90"
+line "send_lat --loopback (t_typical)" "usec" "$out/eng_lat" "$out/raw_lat" "$out/r_lat" "<=1.10"

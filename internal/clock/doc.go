@@ -2,6 +2,12 @@
 // nanosecond counter cheap enough to read once per work request, as
 // perftest reads the CPU's cycle counter.
 //
-// Now is safe for concurrent use; values from different processes are not
-// comparable.
+// On amd64 machines whose kernel keeps time with the time-stamp counter,
+// [Calibrate] switches [Now] from the runtime's clock (a vDSO call, 20 to
+// 50 ns) to RDTSC scaled to nanoseconds (about half that in a VM, less on
+// bare metal). Callers calibrate once before a measurement; Now is correct
+// before and after, but a difference must not span the switch.
+//
+// Now and Calibrate are safe for concurrent use; values from different
+// processes are not comparable.
 package clock

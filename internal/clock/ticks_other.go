@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package clock
+
+const haveTicks = false
+
+func ticks() uint64 { return 0 }
