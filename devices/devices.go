@@ -7,16 +7,16 @@ import (
 	"github.com/pvperf/pvperf/emu"
 	"github.com/pvperf/pvperf/internal/unix"
 	"github.com/pvperf/pvperf/verbs"
+	"github.com/pvperf/pvperf/verbs/uverbs"
 )
 
 // ErrNoDevice is returned when there is no device at all, or none with the
 // requested name.
 var ErrNoDevice = errors.New("no such RDMA device")
 
-// kernelDevices lists the kernel's RDMA devices. The backend for real
-// devices (sysfs discovery and /dev/infiniband/uverbsN, without cgo) plugs
-// in here; until it exists there are none.
-var kernelDevices = func() ([]verbs.Device, error) { return nil, nil }
+// kernelDevices lists the kernel's RDMA devices (sysfs discovery; a
+// variable so that tests can replace it).
+var kernelDevices = uverbs.Devices
 
 // List returns every device: kernel devices, then emulated ones.
 func List() ([]verbs.Device, error) {

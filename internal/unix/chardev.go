@@ -1,0 +1,125 @@
+//go:build linux
+
+package unix
+
+import (
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// What the kernel RDMA backend needs: opening uverbs character devices,
+// writing commands to them, reading their event descriptors and mapping
+// their queues and doorbell pages.
+
+// Protections for MmapDevice.
+const (
+	ProtRead  = unix.PROT_READ
+	ProtWrite = unix.PROT_WRITE
+)
+
+// Additional errno values of the uverbs ABI.
+const (
+	ENOTTY          = unix.ENOTTY
+	EPROTONOSUPPORT = unix.EPROTONOSUPPORT
+	EOPNOTSUPP      = unix.EOPNOTSUPP
+	EINTR           = unix.EINTR
+)
+
+// OpenDevice opens a character device for reading and writing, closed on
+// exec. It returns the descriptor and the device number (major, minor) it
+// refers to.
+func OpenDevice(path string) (fd int, major, minor uint32, err error) {
+	fd, err = unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, 0, 0, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		_ = unix.Close(fd)
+		return -1, 0, 0, &os.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFCHR {
+		_ = unix.Close(fd)
+		return -1, 0, 0, &os.PathError{Op: "open", Path: path, Err: unix.ENODEV}
+	}
+	return fd, unix.Major(st.Rdev), unix.Minor(st.Rdev), nil
+}
+
+// Write writes b to fd in one write(2), retrying on EINTR. The error is the
+// bare errno (a [Errno]), so that callers can map it precisely.
+func Write(fd int, b []byte) (int, error) {
+	for {
+		n, err := unix.Write(fd, b)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		return n, nil
+	}
+}
+
+// MmapDevice maps n bytes of fd at offset off, shared, with protection prot
+// (ProtRead, ProtWrite or both). It is how queues and doorbell pages of a
+// kernel RDMA device are mapped.
+func MmapDevice(fd int, off int64, n, prot int) ([]byte, error) {
+	b, err := unix.Mmap(fd, off, n, prot, unix.MAP_SHARED)
+	if err != nil {
+		return nil, os.NewSyscallError("mmap", err)
+	}
+	return b, nil
+}
+
+// Addr returns the virtual address of b's first byte: what a device and
+// the kernel are told. b must be memory outside the Go heap (from
+// MmapAnon or MmapDevice), which never moves.
+func Addr(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
+
+// EventFile wraps an event descriptor of a kernel device (a completion
+// channel or the async event descriptor) for reads through Go's poller:
+// it is made non-blocking, and the returned file's reads honour deadlines.
+func EventFile(fd int, name string) (*os.File, error) {
+	if err := unix.SetNonblock(fd, true); err != nil {
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+// MemlockLimit returns the soft limit on locked memory (RLIMIT_MEMLOCK) in
+// bytes, and whether there is a limit at all.
+func MemlockLimit() (uint64, bool) {
+	var r unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &r); err != nil || r.Cur == unix.RLIM_INFINITY {
+		return 0, false
+	}
+	return r.Cur, true
+}
+
+// Word32 returns the 32-bit word at b[off:off+4], which must be 4-byte
+// aligned, for atomic access to indices a kernel shares through a mapping.
+func Word32(b []byte, off int) *uint32 {
+	p := unsafe.Pointer(unsafe.SliceData(b[off : off+4 : off+4]))
+	if uintptr(p)%4 != 0 {
+		panic("unix: misaligned 32-bit word")
+	}
+	return (*uint32)(p)
+}
+
+// Bytes returns the n bytes at virtual address addr, which must be mapped
+// memory outside the Go heap (what a device or the kernel reads and
+// writes there).
+func Bytes(addr uint64, n int) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(uintptr(addr))), n) //nolint:govet // an address of mapped memory outside the Go heap, never of a Go object
+}
+
+// Pipe returns the two ends of a new pipe, closed on exec.
+func Pipe() (r, w int, err error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return -1, -1, os.NewSyscallError("pipe2", err)
+	}
+	return p[0], p[1], nil
+}

@@ -1,0 +1,101 @@
+package uverbs
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/pvperf/pvperf/internal/unix"
+)
+
+// cmdPage is the size of each half of a command buffer: requests and
+// responses are far smaller.
+const cmdPage = 4096
+
+// kernel is the uverbs character device of a context: commands are
+// written to it and queues and doorbell pages mapped from it. Tests use a
+// scripted kernel that checks every byte written.
+type kernel interface {
+	write(b []byte) (int, error)
+	mmap(off int64, n, prot int) ([]byte, error)
+	close() error
+}
+
+// fdKernel is an open uverbs character device.
+type fdKernel struct{ fd int }
+
+func (k fdKernel) write(b []byte) (int, error) { return unix.Write(k.fd, b) }
+
+func (k fdKernel) mmap(off int64, n, prot int) ([]byte, error) {
+	return unix.MmapDevice(k.fd, off, n, prot)
+}
+
+func (k fdKernel) close() error { return unix.Close(k.fd) }
+
+// cmdBuf writes uverbs commands to a context's kernel. Requests and
+// responses live in memory outside the Go heap: the kernel writes each
+// response to the address the request carries, which must not move.
+type cmdBuf struct {
+	mu   sync.Mutex
+	k    kernel
+	mem  []byte // the mapping
+	req  []byte // cmdPage bytes
+	resp []byte // cmdPage bytes
+}
+
+func newCmdBuf(k kernel) (*cmdBuf, error) {
+	m, err := unix.MmapAnon(2 * cmdPage)
+	if err != nil {
+		return nil, err
+	}
+	return &cmdBuf{k: k, mem: m, req: m[:cmdPage:cmdPage], resp: m[cmdPage : 2*cmdPage : 2*cmdPage]}, nil
+}
+
+func (c *cmdBuf) close() error {
+	return unix.Munmap(c.mem)
+}
+
+// exec writes command cmd: the 8-byte header, req (encoded), then driver
+// input drvIn. When the command has a response (resp or drvOut non-nil),
+// req's first field is the response pointer, which exec fills; the kernel
+// writes resp's bytes followed by drvOut's. It returns the bare errno of a
+// failed write.
+func (c *cmdBuf) exec(cmd uint32, req any, drvIn []byte, resp any, drvOut []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, err := binary.Encode(c.req[cmdHdrSize:], binary.LittleEndian, req)
+	if err != nil {
+		return fmt.Errorf("encode command %d: %w", cmd, err)
+	}
+	n += copy(c.req[cmdHdrSize+n:], drvIn)
+	total := cmdHdrSize + n
+	respSize := 0
+	if resp != nil {
+		respSize = binary.Size(resp)
+	}
+	out := respSize + len(drvOut)
+	if total%4 != 0 || out%4 != 0 || total > cmdPage || out > cmdPage {
+		return fmt.Errorf("command %d: request of %d bytes and response of %d bytes are not whole words", cmd, total, out)
+	}
+	if out > 0 {
+		clear(c.resp[:out])
+		binary.LittleEndian.PutUint64(c.req[cmdHdrSize:], unix.Addr(c.resp))
+	}
+	binary.LittleEndian.PutUint32(c.req[0:], cmd)
+	binary.LittleEndian.PutUint16(c.req[4:], uint16(total/4))
+	binary.LittleEndian.PutUint16(c.req[6:], uint16(out/4))
+	w, err := c.k.write(c.req[:total])
+	if err != nil {
+		return err
+	}
+	if w != total {
+		return fmt.Errorf("command %d: short write (%d of %d bytes)", cmd, w, total)
+	}
+	if resp != nil {
+		if _, err := binary.Decode(c.resp[:respSize], binary.LittleEndian, resp); err != nil {
+			return fmt.Errorf("decode response to command %d: %w", cmd, err)
+		}
+	}
+	copy(drvOut, c.resp[respSize:out])
+	return nil
+}
