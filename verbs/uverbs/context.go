@@ -289,12 +289,12 @@ func (c *Context) AllocMemory(n int) (verbs.Memory, error) {
 	if n <= 0 {
 		return nil, c.err("alloc memory", verbs.Errorf(unix.EINVAL, "size %d", n))
 	}
-	b, err := unix.MmapAnon(n)
+	b, err := mmapAnon(n)
 	if err != nil {
 		return nil, c.err("alloc memory", err)
 	}
 	if err := unix.MadviseDontFork(b); err != nil {
-		_ = unix.Munmap(b)
+		_ = munmap(b)
 		return nil, c.err("alloc memory", err)
 	}
 	m := &memory{c: c, b: b}

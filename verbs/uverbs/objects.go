@@ -40,7 +40,7 @@ func (m *memory) Close() error {
 	delete(c.memories, m)
 	c.snapshot()
 	c.children--
-	return c.err("free memory", unix.Munmap(m.b))
+	return c.err("free memory", munmap(m.b))
 }
 
 // PD is a protection domain.

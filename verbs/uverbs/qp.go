@@ -186,12 +186,10 @@ func (q *qpBase) prepare(pd *PD, init verbs.QPInit) (createQPReq, error) {
 }
 
 // created records a QP the kernel made. Called with c.mu held.
-func (q *qpBase) created(self verbs.QP, r *createQPResp) {
-	c := q.pd.c
+func (q *qpBase) created(r *createQPResp) {
 	q.handle, q.qpn = r.QPHandle, r.QPN
 	q.cap = verbs.QPCap{MaxSendWR: int(r.MaxSendWR), MaxRecvWR: int(r.MaxRecvWR), MaxSendSGE: int(r.MaxSendSGE),
 		MaxRecvSGE: int(r.MaxRecvSGE), MaxInlineData: int(r.MaxInlineData)}
-	q.user = c.track(self)
 	q.scq.users++
 	q.rcq.users++
 	if q.srq != nil {

@@ -108,13 +108,13 @@ func mapQueue(k kernel, mi []byte) (*rxeQueue, error) {
 	}
 	slots := uint64(q.mask) + 1
 	if q.log2 < 5 || q.log2 > 16 || slots&(slots-1) != 0 || rxeQData+slots<<q.log2 > uint64(size) {
-		_ = unix.Munmap(b)
+		_ = munmap(b)
 		return nil, verbs.Errorf(unix.EINVAL, "queue header log2_elem_size %d, index_mask %#x does not fit %d bytes", q.log2, q.mask, size)
 	}
 	return q, nil
 }
 
-func (q *rxeQueue) unmap() error { return unix.Munmap(q.mem) }
+func (q *rxeQueue) unmap() error { return munmap(q.mem) }
 
 // elem returns slot i.
 func (q *rxeQueue) elem(i uint32) []byte {
@@ -305,7 +305,7 @@ func (rxe) createQP(pd *PD, init verbs.QPInit) (verbs.QP, error) {
 			return fail(err)
 		}
 	}
-	if q.db, err = unix.MmapAnon(dbRequestSize + 8); err != nil {
+	if q.db, err = mmapAnon(dbRequestSize + 8); err != nil {
 		return fail(err)
 	}
 	binary.LittleEndian.PutUint32(q.db[0:], cmdPostSend)
@@ -314,7 +314,7 @@ func (rxe) createQP(pd *PD, init verbs.QPInit) (verbs.QP, error) {
 	binary.LittleEndian.PutUint64(q.db[8:], unix.Addr(q.db[dbRequestSize:]))
 	binary.LittleEndian.PutUint32(q.db[16:], r.QPHandle)
 	binary.LittleEndian.PutUint32(q.db[28:], postSendWQE)
-	q.created(q, &r)
+	q.created(&r)
 	q.maxIn = min(q.cap.MaxInlineData, q.sq.size()-rxeSendSGE)
 	return q, nil
 }
@@ -327,7 +327,7 @@ func (q *rxeQP) unmap() {
 		_ = q.rq.unmap()
 	}
 	if q.db != nil {
-		_ = unix.Munmap(q.db)
+		_ = munmap(q.db)
 	}
 }
 
@@ -558,7 +558,7 @@ func (rxe) createSRQ(pd *PD, init verbs.SRQInit) (verbs.SRQ, error) {
 	}
 	var err error
 	if s.q, err = mapQueue(c.k, drv[:mminfoSize]); err == nil {
-		if s.mi, err = unix.MmapAnon(mminfoSize); err != nil {
+		if s.mi, err = mmapAnon(mminfoSize); err != nil {
 			_ = s.q.unmap()
 		}
 	}
@@ -622,7 +622,7 @@ func (s *rxeSRQ) Close() error {
 	return s.destroy(func() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		_ = unix.Munmap(s.mi)
+		_ = munmap(s.mi)
 		return s.q.unmap()
 	})
 }
