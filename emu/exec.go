@@ -259,9 +259,12 @@ func (q *qp) executeSlow() {
 		}
 		q.sqHead = q.dsq.Next(q.sqHead)
 		if r.status != verbs.WCSuccess {
+			// The QP is in its error state by the time the error
+			// completion can be seen, as on hardware.
 			q.dsq.SetConsumer(q.sqHead)
+			next := q.errorState()
 			q.complete(w, r)
-			q.sendError()
+			q.flushAfterError(next)
 			return
 		}
 		q.retriesUsed = false
@@ -295,12 +298,20 @@ func (q *qp) stall(d time.Duration) {
 
 // sendError moves the QP to the error state after a failed send WQE (to
 // SQE for UD and UC, whose receive side keeps working) and flushes.
-func (q *qp) sendError() {
+func (q *qp) sendError() { q.flushAfterError(q.errorState()) }
+
+// errorState moves the QP to the state a send error leads to and returns it.
+func (q *qp) errorState() verbs.QPState {
 	next := verbs.StateErr
 	if q.typ != verbs.RC {
 		next = verbs.StateSQE
 	}
 	store(&q.sh.state, uint32(next))
+	return next
+}
+
+// flushAfterError flushes what a send error in state next flushes.
+func (q *qp) flushAfterError(next verbs.QPState) {
 	if next == verbs.StateErr {
 		q.flushAll()
 	} else {

@@ -343,6 +343,11 @@ func (q *qp) Modify(attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
 			return bad("invalid state %d", next)
 		}
 	}
+	if next == verbs.StateErr && cur == verbs.StateReset {
+		// As the kernel's transition table has it (ib_modify_qp_is_ok):
+		// RESET leads only to INIT.
+		return bad("transition %v to %v is not allowed", cur, next)
+	}
 	if next != verbs.StateReset && next != verbs.StateErr {
 		t, ok := transitions[[2]verbs.QPState{cur, next}]
 		if !ok {

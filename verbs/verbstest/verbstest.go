@@ -17,6 +17,72 @@ type Target struct {
 	// Device returns the device. It is called once per test (and once in
 	// each peer process) and must return the same device every time.
 	Device func() (verbs.Device, error)
+	// Quirks are the device's documented departures from what the suite
+	// checks; the zero value means none.
+	Quirks Quirks
+}
+
+// Quirks describe how a device departs from the behaviour the suite
+// checks, which the InfiniBand specification prescribes. Each non-empty
+// string field is the reason: the suite then skips that check, saying so,
+// or accepts the device's alternative and logs it.
+type Quirks struct {
+	// RecvPostedInErr: a receive posted while the QP is in the error
+	// state stays queued instead of completing with WR_FLUSH_ERR.
+	RecvPostedInErr string
+	// ResetKeepsCompletions: resetting a QP leaves its completions in its
+	// CQs.
+	ResetKeepsCompletions string
+	// NoQPErrorEvents: no QP_ACCESS_ERR, QP_REQ_ERR or QP_FATAL
+	// asynchronous event reaches the responder of a failed request.
+	NoQPErrorEvents string
+	// UDOversize: a UD send larger than the path MTU completes without
+	// error (the receiver drops it).
+	UDOversize string
+	// NoGRHChecksum: the IPv4 header in the GRH area of a UD receive has
+	// no header checksum.
+	NoGRHChecksum string
+	// Statuses gives the completion status the device reports in a
+	// situation where the suite expects another, for the reason
+	// StatusesReason.
+	Statuses       map[Situation]verbs.WCStatus
+	StatusesReason string
+}
+
+// Situation names a failure whose completion status devices report
+// differently.
+type Situation string
+
+// Situations.
+const (
+	// RecvTooSmall: the receiver's completion of a message larger than its
+	// receive buffer (LOC_LEN_ERR).
+	RecvTooSmall Situation = "receive too small"
+	// MessageTooLarge: the requester's completion of that message
+	// (REM_INV_REQ_ERR).
+	MessageTooLarge Situation = "requester of a message too large for the receive"
+	// BadLKey: a local key that is not valid in the QP's protection domain
+	// (LOC_PROT_ERR).
+	BadLKey Situation = "local key not valid for the QP"
+)
+
+// status returns the completion status tg's device reports in situation s,
+// where the suite expects want, logging a substitution.
+func (tg Target) status(t testing.TB, s Situation, want verbs.WCStatus) verbs.WCStatus {
+	t.Helper()
+	if alt, ok := tg.Quirks.Statuses[s]; ok {
+		t.Logf("%s: expecting %s instead of %s (device quirk: %s)", s, alt.Name(), want.Name(), tg.Quirks.StatusesReason)
+		return alt
+	}
+	return want
+}
+
+// skipIf skips t, with the reason, when a quirk applies.
+func skipIf(t *testing.T, quirk string) {
+	t.Helper()
+	if quirk != "" {
+		t.Skip("device quirk: " + quirk)
+	}
 }
 
 // PeerEnv is the environment variable that makes a test binary a peer of
