@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 
 	"github.com/pvperf/pvperf/bench/oob"
@@ -114,6 +115,12 @@ func (s *session) run(ctx context.Context) (err error) {
 	s.ep.localDests()
 	s.fillTestInfo()
 	_ = reports.WriteHeader(s.out, &s.ti)
+
+	// Setup is done allocating: collect its garbage and give free memory
+	// back to the system now, so that the runtime's background scavenger
+	// has nothing to return during the measurement (its madvise calls
+	// interrupt the polling thread wherever it runs).
+	debug.FreeOSMemory()
 
 	switch {
 	case cfg.Test == Bandwidth && (cfg.Verb == Send || cfg.Verb == SendImm):

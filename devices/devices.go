@@ -32,7 +32,8 @@ func List() ([]verbs.Device, error) {
 }
 
 // Find returns the device called name, or the first device when name is
-// empty.
+// empty, skipping kernel devices of drivers that pvperf has no provider
+// for (they are listed, but cannot be opened).
 func Find(name string) (verbs.Device, error) {
 	list, err := List()
 	if err != nil {
@@ -42,7 +43,13 @@ func Find(name string) (verbs.Device, error) {
 		return nil, fmt.Errorf("find rdma device: %w: %w", ErrNoDevice, unix.ENODEV)
 	}
 	if name == "" {
-		return list[0], nil
+		for _, d := range list {
+			if s, ok := d.(interface{ Supported() bool }); ok && !s.Supported() {
+				continue
+			}
+			return d, nil
+		}
+		return nil, fmt.Errorf("find rdma device: %w: no device has a supported driver: %w", ErrNoDevice, unix.ENODEV)
 	}
 	for _, d := range list {
 		if d.Name() == name {

@@ -60,3 +60,38 @@ func TestBadConfig(t *testing.T) {
 		t.Error("List accepted an unknown profile")
 	}
 }
+
+// kernelDev is a kernel device of the device list, supported or not.
+type kernelDev struct {
+	name      string
+	supported bool
+}
+
+func (d kernelDev) Name() string                 { return d.name }
+func (d kernelDev) Kind() verbs.DeviceKind       { return verbs.KindKernel }
+func (d kernelDev) Driver() string               { return "mlx5_core" }
+func (d kernelDev) Open() (verbs.Context, error) { return nil, verbs.ErrNotSupported }
+func (d kernelDev) Supported() bool              { return d.supported }
+
+func TestDefaultSkipsUnsupportedKernelDevices(t *testing.T) {
+	t.Setenv(emu.EnvVar, "")
+	old := kernelDevices
+	t.Cleanup(func() { kernelDevices = old })
+	kernelDevices = func() ([]verbs.Device, error) {
+		return []verbs.Device{kernelDev{"mlx5_0", false}, kernelDev{"rxe0", true}}, nil
+	}
+	list, err := List()
+	if err != nil || len(list) != 3 || list[0].Name() != "mlx5_0" || list[2].Name() != "emu0" {
+		t.Fatalf("devices %v, %v: want the kernel devices first, then emu0", list, err)
+	}
+	if d, err := Find(""); err != nil || d.Name() != "rxe0" {
+		t.Errorf("default device %v, %v; want rxe0, the first supported one", d, err)
+	}
+	if d, err := Find("mlx5_0"); err != nil || d.Name() != "mlx5_0" {
+		t.Errorf("Find(mlx5_0) = %v, %v: a device asked for by name is found even unsupported", d, err)
+	}
+	kernelDevices = func() ([]verbs.Device, error) { return []verbs.Device{kernelDev{"mlx5_0", false}}, nil }
+	if d, err := Find(""); err != nil || d.Name() != "emu0" {
+		t.Errorf("default device %v, %v; want emu0 after an unsupported kernel device", d, err)
+	}
+}

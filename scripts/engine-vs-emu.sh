@@ -44,7 +44,7 @@ row() {
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2 }'; }
 
-: >"$out/raw_bw" >"$out/eng_bw" >"$out/raw_rate" >"$out/eng_rate" >"$out/raw_lat" >"$out/eng_lat"
+for f in raw_bw eng_bw raw_rate eng_rate raw_lat eng_lat; do : >"$out/$f"; done
 for r in $(seq "$rounds"); do
 	printf 'round %d/%d\n' "$r" "$rounds" >&2
 	# MB/s (10^6 bytes) from the benchmark, MiB/s from write_bw.

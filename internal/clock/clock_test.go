@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"math/bits"
 	"testing"
 	"time"
 )
@@ -52,4 +53,27 @@ func BenchmarkNow(b *testing.B) {
 			_ = Now()
 		}
 	})
+}
+
+// TestMeasure checks a calibration against the runtime's clock: what it
+// converts 20 ms of ticks to is 20 ms to within 1 %.
+func TestMeasure(t *testing.T) {
+	if !haveTicks {
+		t.Skip("no time-stamp counter on this architecture")
+	}
+	c, ok := measure()
+	if !ok {
+		t.Skip("the runtime's clock is too coarse here to calibrate against")
+	}
+	t0, n0 := ticks(), nanotime()
+	time.Sleep(20 * time.Millisecond)
+	t1, n1 := ticks(), nanotime()
+	hi, lo := bits.Mul64(t1-t0, c.mult)
+	got := int64(hi<<32 | lo>>32)
+	if want := n1 - n0; got < want*99/100 || got > want*101/100 {
+		t.Errorf("%d ticks convert to %d ns; the runtime clock saw %d ns", t1-t0, got, want)
+	}
+	if cost := readCost(); cost <= 0 {
+		t.Errorf("read cost %d ns", cost)
+	}
 }

@@ -369,3 +369,57 @@ const (
 	asyncEventSize = 16
 	compEventSize  = 8
 )
+
+// The ioctl interface (rdma_user_ioctl_cmds.h, ib_user_ioctl_cmds.h): only
+// the GID table query uses it, where write() has no equivalent and sysfs
+// takes two files per entry.
+const (
+	rdmaVerbsIoctl = 0xc0181b01 // _IOWR(0x1b, 1, struct ib_uverbs_ioctl_hdr)
+	ioctlHdrSize   = 24
+	ioctlAttrSize  = 16
+	attrMandatory  = 1 // UVERBS_ATTR_F_MANDATORY
+
+	objectDevice        = 0 // UVERBS_OBJECT_DEVICE
+	methodQueryGIDTable = 5 // UVERBS_METHOD_QUERY_GID_TABLE (kernel 5.10)
+
+	attrGIDTableEntrySize      = 0 // const in: the size of one entry
+	attrGIDTableFlags          = 1 // u32 in: 0
+	attrGIDTableRespEntries    = 2 // out: the entries
+	attrGIDTableRespNumEntries = 3 // out: u64, how many
+
+	gidEntrySize = 32 // ib_uverbs_gid_entry
+)
+
+// RDMA_DRIVER_* (enum rdma_driver_id): an ioctl names the driver it was
+// written for.
+var driverIDs = map[string]uint32{DriverPVRDMA: 10, DriverRXE: 14}
+
+// ib_uverbs_ioctl_hdr.
+type ioctlHdr struct {
+	Length    uint16
+	ObjectID  uint16
+	MethodID  uint16
+	NumAttrs  uint16
+	Reserved1 uint64
+	DriverID  uint32
+	Reserved2 uint32
+}
+
+// ib_uverbs_attr: Data is the value itself for inputs of at most 8 bytes,
+// a pointer otherwise and for every output.
+type ioctlAttr struct {
+	AttrID   uint16
+	Len      uint16
+	Flags    uint16
+	AttrData uint16
+	Data     uint64
+}
+
+// ib_uverbs_gid_entry.
+type gidEntryABI struct {
+	GID           [16]byte
+	GIDIndex      uint32
+	PortNum       uint32
+	GIDType       uint32 // 0 IB, 1 RoCE v1, 2 RoCE v2
+	NetdevIfindex uint32
+}

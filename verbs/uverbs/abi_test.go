@@ -35,6 +35,11 @@ func TestABILayouts(t *testing.T) {
 		offs map[string]int
 	}{
 		{respOnly{}, 8, map[string]int{"Response": 0}},
+		{ioctlHdr{}, ioctlHdrSize, map[string]int{
+			"Length": 0, "ObjectID": 2, "MethodID": 4, "NumAttrs": 6, "Reserved1": 8, "DriverID": 16, "Reserved2": 20,
+		}},
+		{ioctlAttr{}, ioctlAttrSize, map[string]int{"AttrID": 0, "Len": 2, "Flags": 4, "AttrData": 6, "Data": 8}},
+		{gidEntryABI{}, gidEntrySize, map[string]int{"GID": 0, "GIDIndex": 16, "PortNum": 20, "GIDType": 24, "NetdevIfindex": 28}},
 		{getContextResp{}, 8, map[string]int{"AsyncFD": 0, "NumCompVectors": 4}},
 		{queryDeviceResp{}, 176, map[string]int{
 			"FWVer": 0, "NodeGUID": 8, "SysImageGUID": 16, "MaxMRSize": 24, "PageSizeCap": 32,

@@ -17,6 +17,11 @@ const cmdPage = 4096
 // scripted kernel that checks every byte written.
 type kernel interface {
 	write(b []byte) (int, error)
+	// doorbell writes a data-path command (post send, request notify),
+	// one the kernel completes without sleeping.
+	doorbell(b []byte) (int, error)
+	// ioctl issues RDMA_VERBS_IOCTL with the header at addr.
+	ioctl(addr uint64) error
 	mmap(off int64, n, prot int) ([]byte, error)
 	close() error
 }
@@ -25,6 +30,10 @@ type kernel interface {
 type fdKernel struct{ fd int }
 
 func (k fdKernel) write(b []byte) (int, error) { return unix.Write(k.fd, b) }
+
+func (k fdKernel) doorbell(b []byte) (int, error) { return unix.WriteDoorbell(k.fd, b) }
+
+func (k fdKernel) ioctl(addr uint64) error { return unix.Ioctl(k.fd, rdmaVerbsIoctl, addr) }
 
 func (k fdKernel) mmap(off int64, n, prot int) ([]byte, error) {
 	return unix.MmapDevice(k.fd, off, n, prot)
@@ -98,6 +107,27 @@ func (c *cmdBuf) exec(cmd uint32, req any, drvIn []byte, resp any, drvOut []byte
 	}
 	copy(drvOut, c.resp[respSize:out])
 	return nil
+}
+
+// ioctl calls method of object with attrs (their flags and data as the
+// kernel reads them; outputs point to memory outside the Go heap) for the
+// driver driverID. It returns the bare errno of a failed call.
+func (c *cmdBuf) ioctl(object, method uint16, driverID uint32, attrs []ioctlAttr) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	total := ioctlHdrSize + ioctlAttrSize*len(attrs)
+	if total > cmdPage {
+		return fmt.Errorf("ioctl %d/%d: %d attributes do not fit", object, method, len(attrs))
+	}
+	hdr := ioctlHdr{Length: uint16(total), ObjectID: object, MethodID: method, NumAttrs: uint16(len(attrs)), DriverID: driverID}
+	n, err := binary.Encode(c.req, binary.LittleEndian, hdr)
+	if err != nil {
+		return err
+	}
+	if _, err := binary.Encode(c.req[n:], binary.LittleEndian, attrs); err != nil {
+		return err
+	}
+	return c.k.ioctl(unix.Addr(c.req))
 }
 
 // The program's own mappings (command buffers, memory, pvrdma rings) go

@@ -1,8 +1,10 @@
 package uverbs
 
 import (
+	"errors"
 	"testing"
 
+	"github.com/pvperf/pvperf/internal/unix"
 	"github.com/pvperf/pvperf/verbs"
 	"github.com/pvperf/pvperf/verbs/verbstest"
 )
@@ -67,5 +69,52 @@ func TestConformance(t *testing.T) {
 	}
 	for _, tg := range targets {
 		t.Run(tg.Name, func(t *testing.T) { verbstest.Run(t, tg) })
+	}
+}
+
+// TestKernelGIDTable checks, on each kernel device, that the GID table of
+// one ioctl is the one sysfs shows entry by entry.
+func TestKernelGIDTable(t *testing.T) {
+	targets := kernelTargets()
+	if len(targets) == 0 {
+		t.Skip("no kernel RDMA device with a provider on this machine (scripts/guest-test.sh runs this test on rdma_rxe)")
+	}
+	for _, tg := range targets {
+		t.Run(tg.Name, func(t *testing.T) {
+			d, err := tg.Device()
+			if err != nil {
+				t.Fatal(err)
+			}
+			vc, err := d.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer vc.Close()
+			c := vc.(*Context)
+			byIoctl, err := c.gidTableIoctl(1)
+			if errors.Is(err, unix.ENOTTY) || errors.Is(err, unix.EPROTONOSUPPORT) {
+				t.Skipf("the kernel has no QUERY_GID_TABLE ioctl (before Linux 5.10): %v", err)
+			}
+			if err != nil {
+				t.Fatalf("query gid table: %v", err)
+			}
+			pa, err := c.QueryPort(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bySysfs, err := gidTable(d.Name(), 1, pa.GIDTblLen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(byIoctl) == 0 || len(byIoctl) != len(bySysfs) {
+				t.Fatalf("ioctl: %+v\nsysfs: %+v", byIoctl, bySysfs)
+			}
+			for i := range byIoctl {
+				if byIoctl[i] != bySysfs[i] {
+					t.Errorf("entry %d: ioctl %+v, sysfs %+v", i, byIoctl[i], bySysfs[i])
+				}
+			}
+			t.Logf("%d entries, the same from the ioctl and from sysfs", len(byIoctl))
+		})
 	}
 }

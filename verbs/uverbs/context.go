@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -34,6 +35,10 @@ type Context struct {
 	ranges   atomic.Pointer[[][]byte] // the memories, for resolve
 	objs     map[uint64]any           // user handle -> *CQ, QP or SRQ, for events
 	next     uint64                   // last user handle given
+
+	// noGIDIoctl is set once the kernel turned down the GID table ioctl
+	// (older than 5.10): GIDTable reads sysfs from then on.
+	noGIDIoctl atomic.Bool
 }
 
 var _ verbs.Context = (*Context)(nil)
@@ -248,7 +253,10 @@ func (c *Context) QueryGID(port, index int) (verbs.GIDEntry, error) {
 	return e, nil
 }
 
-// GIDTable returns the used entries of a port's GID table, from sysfs.
+// GIDTable returns the used entries of a port's GID table: from one ioctl
+// (QUERY_GID_TABLE), or from sysfs on kernels without it. Sysfs needs two
+// files for each used entry and one for each unused one (rdma_rxe has 1024
+// entries), which takes seconds on a slow machine.
 func (c *Context) GIDTable(port int) ([]verbs.GIDEntry, error) {
 	if c.closed.Load() {
 		return nil, c.err("gid table", verbs.ErrClosed)
@@ -257,11 +265,96 @@ func (c *Context) GIDTable(port int) ([]verbs.GIDEntry, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !c.noGIDIoctl.Load() {
+		t, err := c.gidTableIoctl(port)
+		switch {
+		case err == nil:
+			return t, nil
+		case errors.Is(err, unix.ENOTTY), errors.Is(err, unix.EPROTONOSUPPORT), errors.Is(err, unix.EOPNOTSUPP):
+			c.noGIDIoctl.Store(true)
+		case errors.Is(err, errGIDTableTooLarge):
+		default:
+			return nil, c.err("gid table", err)
+		}
+	}
 	t, err := gidTable(c.dev.name, port, pa.GIDTblLen)
 	if err != nil {
 		return nil, c.err("gid table", err)
 	}
 	return t, nil
+}
+
+var errGIDTableTooLarge = errors.New("gid table too large for one ioctl")
+
+// gidTableIoctl returns port's entries of the device's GID table, which
+// QUERY_GID_TABLE returns for every port at once.
+func (c *Context) gidTableIoctl(port int) ([]verbs.GIDEntry, error) {
+	da, err := c.QueryDevice()
+	if err != nil {
+		return nil, err
+	}
+	size := 0
+	for p := 1; p <= da.PhysPortCnt; p++ {
+		pa, err := c.QueryPort(p)
+		if err != nil {
+			return nil, err
+		}
+		size += pa.GIDTblLen
+	}
+	if size == 0 {
+		return nil, nil
+	}
+	if size*gidEntrySize > 0xffff {
+		// An attribute's length is 16 bits.
+		return nil, errGIDTableTooLarge
+	}
+	buf, err := mmapAnon(size*gidEntrySize + 8)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = munmap(buf) }()
+	entries, count := buf[:size*gidEntrySize], buf[size*gidEntrySize:][:8]
+	err = c.cmd.ioctl(objectDevice, methodQueryGIDTable, driverIDs[c.dev.driver], []ioctlAttr{
+		{AttrID: attrGIDTableEntrySize, Len: 8, Flags: attrMandatory, Data: gidEntrySize},
+		{AttrID: attrGIDTableFlags, Len: 4, Flags: attrMandatory},
+		{AttrID: attrGIDTableRespEntries, Len: uint16(len(entries)), Flags: attrMandatory, Data: unix.Addr(entries)},
+		{AttrID: attrGIDTableRespNumEntries, Len: 8, Flags: attrMandatory, Data: unix.Addr(count)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	n := binary.LittleEndian.Uint64(count)
+	if n > uint64(size) {
+		return nil, fmt.Errorf("query gid table: %d entries returned for a table of %d", n, size)
+	}
+	var out []verbs.GIDEntry
+	names := map[uint32]string{}
+	for i := range int(n) {
+		var e gidEntryABI
+		if _, err := binary.Decode(entries[i*gidEntrySize:], binary.LittleEndian, &e); err != nil {
+			return nil, err
+		}
+		if int(e.PortNum) != port {
+			continue
+		}
+		g := verbs.GIDEntry{Index: int(e.GIDIndex), GID: verbs.GID(e.GID), Type: verbs.GIDTypeRoCEv1}
+		// sysfs, and so QueryGID, call types 0 (IB) and 1 (RoCE v1) alike.
+		if e.GIDType == 2 {
+			g.Type = verbs.GIDTypeRoCEv2
+		}
+		if e.NetdevIfindex != 0 {
+			name, ok := names[e.NetdevIfindex]
+			if !ok {
+				if ifi, err := net.InterfaceByIndex(int(e.NetdevIfindex)); err == nil {
+					name = ifi.Name
+				}
+				names[e.NetdevIfindex] = name
+			}
+			g.Netdev = name
+		}
+		out = append(out, g)
+	}
+	return out, nil
 }
 
 // track registers a new object for the events that name it by user handle

@@ -8,8 +8,10 @@
 // QPs, SRQs, address handles, modify and query) is the uverbs write()
 // ABI of include/uapi/rdma/ib_user_verbs.h, the same on every kernel from
 // 4.x to 6.x; abi.go declares each command's structures field by field and
-// abi_test.go pins their sizes and offsets. The data path belongs to a
-// provider, one per kernel driver:
+// abi_test.go pins their sizes and offsets. One verb uses the ioctl ABI:
+// the GID table, read in one QUERY_GID_TABLE call (Linux 5.10 and later)
+// instead of two sysfs files per entry, with sysfs as the fallback. The
+// data path belongs to a provider, one per kernel driver:
 //
 //   - vmw_pvrdma, the paravirtual RDMA device of VMware vSphere: the program
 //     allocates the rings, the kernel pins them, and doorbells are 32-bit
@@ -18,7 +20,8 @@
 //     code the emulated device of package emu executes.
 //   - rdma_rxe, Soft-RoCE: the kernel allocates every queue and the program
 //     maps it; work requests and completions use rxe's formats, and a
-//     POST_SEND command without work requests is the send doorbell.
+//     POST_SEND command without work requests is the send doorbell, a
+//     write() made without telling the Go scheduler (it does not sleep).
 //
 // A device whose driver has no provider is listed, and fails to open with
 // verbs.ErrNotSupported ("driver X is not supported").

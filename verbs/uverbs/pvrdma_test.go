@@ -195,6 +195,11 @@ func (k *pvKernel) ringBuffer(what string, addr uint64, size uint32, want int) [
 	return b
 }
 
+// ioctl: a kernel without ioctl methods (GIDTable reads sysfs).
+func (k *pvKernel) ioctl(uint64) error { return unix.ENOTTY }
+
+func (k *pvKernel) doorbell(b []byte) (int, error) { return k.write(b) }
+
 func (k *pvKernel) write(b []byte) (int, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()

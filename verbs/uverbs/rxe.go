@@ -242,7 +242,7 @@ func (cq *rxeCQ) ReqNotify(solicitedOnly bool) error {
 	if solicitedOnly {
 		i = 1
 	}
-	if _, err := cq.c.k.write(cq.notify[i][:]); err != nil {
+	if _, err := cq.c.k.doorbell(cq.notify[i][:]); err != nil {
 		return cq.c.err("req notify cq", err)
 	}
 	return nil
@@ -366,7 +366,7 @@ func (q *rxeQP) PostSend(wrs []verbs.SendWR) (int, error) {
 		n++
 	}
 	if n > 0 {
-		if _, werr := q.k.write(q.db[:dbRequestSize]); werr != nil && err == nil {
+		if _, werr := q.k.doorbell(q.db[:dbRequestSize]); werr != nil && err == nil {
 			err = q.pd.c.err("post send", werr)
 		}
 	}

@@ -24,6 +24,8 @@ type rxeKernel struct {
 	next    int64 // next mmap offset cookie
 	handles uint32
 	pipes   []int
+	gids    []gidEntryABI // the GID table QUERY_GID_TABLE returns; nil: no such ioctl
+	ioctls  int
 }
 
 func newRXEKernel(t *testing.T) *rxeKernel {
@@ -73,6 +75,63 @@ func (k *rxeKernel) queue(n, esize int) []byte {
 	return mi
 }
 
+func (k *rxeKernel) doorbell(b []byte) (int, error) { return k.write(b) }
+
+// ioctl answers QUERY_GID_TABLE from k.gids as the kernel does (5.10 and
+// later): it checks the header and every attribute, writes the entries and
+// their count and marks both outputs written. With k.gids nil it is a
+// kernel without the method.
+func (k *rxeKernel) ioctl(addr uint64) error {
+	k.ioctls++
+	if k.gids == nil {
+		return unix.EPROTONOSUPPORT
+	}
+	le := binary.LittleEndian
+	hdr := unix.Bytes(addr, ioctlHdrSize)
+	n := int(le.Uint16(hdr[6:]))
+	if int(le.Uint16(hdr[0:])) != ioctlHdrSize+ioctlAttrSize*n || le.Uint16(hdr[2:]) != objectDevice ||
+		le.Uint16(hdr[4:]) != methodQueryGIDTable || n != 4 || le.Uint64(hdr[8:]) != 0 ||
+		le.Uint32(hdr[16:]) != 14 || le.Uint32(hdr[20:]) != 0 {
+		k.t.Errorf("query gid table: header % x", hdr)
+		return unix.EINVAL
+	}
+	attrs := unix.Bytes(addr+ioctlHdrSize, ioctlAttrSize*n)
+	attr := func(i int) (id, length, flags, data16 uint16, data uint64) {
+		a := attrs[i*ioctlAttrSize:]
+		return le.Uint16(a[0:]), le.Uint16(a[2:]), le.Uint16(a[4:]), le.Uint16(a[6:]), le.Uint64(a[8:])
+	}
+	wantLen := []uint16{8, 4, 0, 8}
+	for i := range n {
+		id, length, flags, d16, data := attr(i)
+		if int(id) != i || flags != attrMandatory || d16 != 0 || (i != 2 && length != wantLen[i]) {
+			k.t.Errorf("query gid table: attribute %d: id %d len %d flags %#x attr_data %d data %#x", i, id, length, flags, d16, data)
+			return unix.EINVAL
+		}
+	}
+	_, _, _, _, esize := attr(0)
+	_, _, _, _, flags := attr(1)
+	_, elen, _, _, eptr := attr(2)
+	_, _, _, _, nptr := attr(3)
+	if esize != gidEntrySize || flags != 0 || elen%gidEntrySize != 0 || eptr == 0 || nptr == 0 {
+		k.t.Errorf("query gid table: entry size %d, flags %d, entries %d bytes at %#x, count at %#x", esize, flags, elen, eptr, nptr)
+		return unix.EINVAL
+	}
+	if len(k.gids) > int(elen)/gidEntrySize {
+		return unix.EINVAL // rdma_query_gid_table: more entries than room
+	}
+	out := unix.Bytes(eptr, int(elen))
+	for i, e := range k.gids {
+		if _, err := binary.Encode(out[i*gidEntrySize:], le, e); err != nil {
+			k.t.Fatal(err)
+		}
+	}
+	le.PutUint64(unix.Bytes(nptr, 8), uint64(len(k.gids)))
+	for _, i := range []int{2, 3} {
+		le.PutUint16(attrs[i*ioctlAttrSize+4:], attrMandatory|2) // UVERBS_ATTR_F_VALID_OUTPUT
+	}
+	return nil
+}
+
 func (k *rxeKernel) write(b []byte) (int, error) {
 	cmd := binary.LittleEndian.Uint32(b[0:])
 	in := int(binary.LittleEndian.Uint16(b[4:])) * 4
@@ -110,6 +169,13 @@ func (k *rxeKernel) write(b []byte) (int, error) {
 		resp = make([]byte, 176)
 		le.PutUint32(resp[52:], 1<<17) // max_qp
 		le.PutUint32(resp[156:], 64)   // max_srq
+		resp[171] = 1                  // phys_port_cnt
+	case cmdQueryPort:
+		want(24, 40)
+		resp = make([]byte, 40)
+		le.PutUint32(resp[16:], 1024) // gid_tbl_len
+		resp[26] = 4                  // state ACTIVE
+		resp[37] = 2                  // link layer Ethernet
 	case cmdAllocPD:
 		want(16, 4)
 		resp = le.AppendUint32(nil, k.handles)

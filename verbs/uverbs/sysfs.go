@@ -66,6 +66,13 @@ func (d *Device) Path() string { return filepath.Join(devRoot, "infiniband", d.u
 // without a provider in this package.
 func (d *Device) Open() (verbs.Context, error) { return open(d) }
 
+// Supported reports whether this package has a provider for the device's
+// driver and driver ABI version, that is whether Open can succeed.
+func (d *Device) Supported() bool {
+	_, err := providerFor(d)
+	return err == nil
+}
+
 func (d *Device) String() string { return d.name }
 
 // Devices lists the kernel RDMA devices that have a uverbs character

@@ -1,0 +1,322 @@
+#!/usr/bin/env bash
+# guest-test.sh: runs pvperf against a real kernel RDMA device, Soft-RoCE
+# (rdma_rxe), on a machine that has neither RDMA nor KVM. It boots Debian's
+# kernel under QEMU's TCG emulation from an initramfs holding busybox, the
+# rdma_rxe modules, iproute2, Debian's perftest (6.06) and the pvperf
+# commands. In the guest, scripts/guest/checks.sh creates rxe0 on a veth
+# (10.77.0.1), prints the kernel, both versions, devinfo and the GID table,
+# and runs these groups of checks:
+#
+#   sanity       write_bw -d emu0 --loopback (the emulated device)
+#   conformance  TestConformance and TestKernelGIDTable of verbs/uverbs on
+#                rxe0
+#   pvperf       the eight pvperf tests, pvperf client against pvperf server
+#   ref          perftest against perftest, every interop configuration
+#   interop      pvperf against perftest both ways: the eight RC tests,
+#                send_bw -c UD, write_bw -q 2
+#   side         perftest/perftest and pvperf/pvperf alternately (bandwidth,
+#                message rate, latency): medians and ratios, reported only
+#
+# The console streams to stdout and to .cache/guest/console.log (overwritten
+# by each run). The script exits 0 only when the guest printed a PASS
+# verdict; a failed check, a guest that never reached the checks or one that
+# outlived the time limit make it exit 1 (2 for a usage error).
+#
+# Debian 12 on amd64 with Go (PATH or /usr/local/go/bin); root only to
+# install what is missing (qemu-system-x86, cpio, iproute2, kmod) with
+# apt-get. The kernel that linux-image-amd64 depends on, busybox-static,
+# perftest and perftest's libraries are downloaded once into .cache/guest/
+# (ignored by git); later runs download nothing. A run takes about 4 to 5
+# minutes, nearly all of it in the guest (everything there is emulated); the
+# first run adds under a minute for downloads and the Go build.
+#
+# Usage: scripts/guest-test.sh [-c GROUPS] [-r ROUNDS] [-t SECONDS] [-l FILE] [-k]
+#   -c GROUPS   comma-separated groups to run (default: all of the above)
+#   -r ROUNDS   rounds of the side-by-side comparison (default 7)
+#   -t SECONDS  time limit of the guest (default 720); its checks stop a
+#               minute before it, so the summary is printed even after a hang
+#   -l FILE     keep a copy of the console log in FILE
+#   -k          keep the work directory (initramfs tree, binaries)
+# PVPERF_GUEST_CACHE overrides the cache directory; PVPERF_GUEST_APPEND adds
+# to the guest kernel's command line.
+set -euo pipefail
+
+checks=sanity,conformance,pvperf,ref,interop,side
+rounds=7
+limit=720
+logcopy=
+keep=0
+usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+while getopts "c:r:t:l:kh" opt; do
+	case $opt in
+	c) checks=$OPTARG ;;
+	r) rounds=$OPTARG ;;
+	t) limit=$OPTARG ;;
+	l) logcopy=$OPTARG ;;
+	k) keep=1 ;;
+	h) usage 0 ;;
+	*) usage ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# -eq 0 ] || usage
+case $rounds in '' | *[!0-9]* | 0) echo "guest-test: -r needs a positive number" >&2; exit 2 ;; esac
+case $limit in '' | *[!0-9]* | 0) echo "guest-test: -t needs a positive number of seconds" >&2; exit 2 ;; esac
+for c in ${checks//,/ }; do
+	case $c in
+	sanity | conformance | pvperf | ref | interop | side) ;;
+	*) echo "guest-test: unknown check group in -c: $c" >&2; exit 2 ;;
+	esac
+done
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cache=${PVPERF_GUEST_CACHE:-$repo/.cache/guest}
+export DEBIAN_FRONTEND=noninteractive
+export PATH="$PATH:/usr/local/go/bin:/usr/sbin:/sbin"
+start=$(date +%s)
+
+step() { printf '\n=== guest-test: %s (%ds)\n' "$*" "$(($(date +%s) - start))"; }
+die() { echo "guest-test: $*" >&2; exit 1; }
+
+command -v go >/dev/null || die "go not found (looked in PATH and /usr/local/go/bin)"
+[ "$(dpkg --print-architecture)" = amd64 ] || die "needs an amd64 Debian host"
+
+work=$(mktemp -d /tmp/pvperf-guest.XXXXXX)
+# shellcheck disable=SC2317 # called by the trap
+cleanup() {
+	if [ "$keep" = 1 ]; then echo "guest-test: work directory kept: $work" >&2; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+# --- 1. host tools -----------------------------------------------------------
+apt_updated=0
+apt_update() {
+	if [ "$apt_updated" = 0 ]; then
+		[ "$(id -u)" -eq 0 ] || die "apt-get update needs root"
+		apt-get update -qq
+		apt_updated=1
+	fi
+}
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+
+step "host tools"
+missing=()
+for p in qemu-system-x86 cpio iproute2 kmod gzip; do
+	installed "$p" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "installing: ${missing[*]}"
+	[ "$(id -u)" -eq 0 ] || die "installing ${missing[*]} needs root"
+	apt_update
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+	echo "all installed: qemu-system-x86 cpio iproute2 kmod gzip"
+fi
+
+# --- 2. Debian packages for the guest, cached --------------------------------
+debs=$cache/debs
+root=$cache/root
+mkdir -p "$debs"
+
+# versions NAME...: "NAME VERSION" for each package apt knows, the version apt would install.
+versions() {
+	apt-cache show --no-all-versions "$@" 2>/dev/null | awk '/^Package:/ { p = $2 } /^Version:/ { print p, $2 }'
+}
+
+step "Debian packages for the guest ($debs)"
+kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { print $2; exit }')
+if [ -z "$kpkg" ]; then
+	apt_update
+	kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { print $2; exit }')
+	[ -n "$kpkg" ] || die "cannot tell which kernel linux-image-amd64 depends on"
+fi
+# The kernel, busybox, perftest and what its binaries and the rxe provider
+# load (put_with_libs below stops when one is missing).
+pkgs=("$kpkg" busybox-static perftest libibverbs1 ibverbs-providers librdmacm1 libibumad3
+	libnl-3-200 libnl-route-3-200 libpci3)
+declare -A version=()
+while read -r p v; do version[$p]=$v; done < <(versions "${pkgs[@]}")
+for p in "${pkgs[@]}"; do
+	if [ -z "${version[$p]:-}" ]; then
+		apt_update
+		while read -r p2 v; do version[$p2]=$v; done < <(versions "${pkgs[@]}")
+		break
+	fi
+done
+files=()
+fetch=()
+for p in "${pkgs[@]}"; do
+	[ -n "${version[$p]:-}" ] || die "package $p not found in the apt sources"
+	f="${p}_${version[$p]//:/%3a}_amd64.deb"
+	files+=("$f")
+	if [ ! -f "$debs/$f" ]; then
+		rm -f "$debs/$p"_*.deb
+		fetch+=("$p")
+	fi
+done
+if [ ${#fetch[@]} -gt 0 ]; then
+	echo "downloading: ${fetch[*]}"
+	(cd "$debs" && apt-get download -qq -o APT::Sandbox::User=root "${fetch[@]}")
+fi
+for f in "${files[@]}"; do
+	[ -f "$debs/$f" ] || die "apt-get download did not produce $f"
+done
+printf '%s\n' "${files[@]}"
+
+stamp=$(printf '%s\n' "${files[@]}" | sort)
+if [ ! -f "$root/.stamp" ] || [ "$(cat "$root/.stamp")" != "$stamp" ]; then
+	step "unpacking the packages"
+	rm -rf "$root"
+	mkdir -p "$root"
+	for f in "${files[@]}"; do dpkg -x "$debs/$f" "$root"; done
+	kver=$(ls "$root/lib/modules")
+	depmod -b "$root" "$kver"
+	printf '%s\n' "$stamp" >"$root/.stamp"
+fi
+kver=$(ls "$root/lib/modules")
+[ "$(echo "$kver" | wc -l)" -eq 1 ] || die "expected one kernel in $root/lib/modules, found: $kver"
+vmlinuz=$root/boot/vmlinuz-$kver
+[ -f "$vmlinuz" ] || die "no $vmlinuz"
+echo "kernel $kver"
+
+# --- 3. pvperf for the guest -------------------------------------------------
+step "building pvperf"
+bin=$work/pvperf
+mkdir -p "$bin"
+(cd "$repo" && CGO_ENABLED=0 go build -o "$bin/" ./cmd/...)
+if (cd "$repo" && go list ./verbs/uverbs >/dev/null 2>&1); then
+	if ! (cd "$repo" && CGO_ENABLED=0 go test -c -o "$bin/uverbs.test" ./verbs/uverbs); then
+		echo "not built: go test -c ./verbs/uverbs failed on the host (see its output above)" >"$bin/uverbs.test.missing"
+	fi
+else
+	echo "not built: there is no package verbs/uverbs yet" >"$bin/uverbs.test.missing"
+fi
+# The clock test reports which clock the benchmark loops use in the guest.
+(cd "$repo" && CGO_ENABLED=0 go test -c -o "$bin/clock.test" ./internal/clock)
+ls "$bin"
+
+# --- 4. the initramfs --------------------------------------------------------
+step "building the initramfs"
+tree=$work/initramfs
+mkdir -p "$tree"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,etc/libibverbs.d,guest}
+
+# put SRC DEST: copy a file into the tree at DEST (an absolute guest path).
+put() {
+	mkdir -p "$tree$(dirname "$2")"
+	cp -L "$1" "$tree$2"
+}
+
+# put_with_libs SRC DEST: copy an ELF file and every shared library it needs
+# (as ldd resolves them, the unpacked packages first, then the host's).
+libpath=$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu
+put_with_libs() {
+	local out lib
+	put "$1" "$2"
+	out=$(LD_LIBRARY_PATH=$libpath ldd "$1") || die "ldd $1 failed"
+	if grep -q 'not found' <<<"$out"; then
+		die "$1 needs libraries no package here provides:$(grep 'not found' <<<"$out")"
+	fi
+	while read -r lib; do
+		[ -e "$tree${lib#"$root"}" ] || put "$lib" "${lib#"$root"}"
+	done < <(awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' <<<"$out")
+}
+
+put "$root/bin/busybox" /bin/busybox
+ln -s busybox "$tree/bin/sh"
+if ldd "$tree/bin/busybox" >/dev/null 2>&1; then die "busybox-static's busybox is not static"; fi
+put_with_libs "$(command -v ip)" /bin/iproute2-ip
+put_with_libs "$(command -v rdma)" /bin/rdma
+for t in write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat atomic_lat; do
+	put_with_libs "$root/usr/bin/ib_$t" "/usr/bin/ib_$t"
+done
+put_with_libs "$root/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so" \
+	/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
+put "$root/etc/libibverbs.d/rxe.driver" /etc/libibverbs.d/rxe.driver
+cp -a "$bin" "$tree/pvperf"
+
+# Modules: the ones asked for and their dependencies from modules.dep, in
+# load order (a module's dependencies, last listed first, then the module).
+moddir=lib/modules/$kver
+: >"$tree/guest/modules"
+for m in crc32_generic rdma_rxe veth; do
+	line=$(awk -v m="$m" '{ p = $1; sub(/:$/, "", p); n = p; sub(/.*\//, "", n); sub(/\.ko.*/, "", n); if (n == m) { print; exit } }' "$root/$moddir/modules.dep")
+	[ -n "$line" ] || die "module $m not in $moddir/modules.dep"
+	read -r -a order < <(awk '{ sub(/:$/, "", $1); for (i = NF; i >= 2; i--) printf "%s ", $i; print $1 }' <<<"$line")
+	for p in "${order[@]}"; do
+		dest=/$moddir/${p%.ko*}.ko
+		grep -qxF "$dest" "$tree/guest/modules" && continue
+		mkdir -p "$tree$(dirname "$dest")"
+		case $p in
+		*.ko) cp "$root/$moddir/$p" "$tree$dest" ;;
+		*.ko.xz) xz -dc "$root/$moddir/$p" >"$tree$dest" ;;
+		*.ko.zst) zstd -qdc "$root/$moddir/$p" >"$tree$dest" ;;
+		*.ko.gz) gzip -dc "$root/$moddir/$p" >"$tree$dest" ;;
+		*) die "unknown module file $p" ;;
+		esac
+		echo "$dest" >>"$tree/guest/modules"
+	done
+done
+echo "modules: $(sed 's|.*/||; s|\.ko$||' "$tree/guest/modules" | tr '\n' ' ')"
+
+cp "$repo/scripts/guest/init" "$tree/init"
+cp "$repo/scripts/guest/lib.sh" "$repo/scripts/guest/checks.sh" \
+	"$repo/scripts/guest/conformance-summary.awk" "$tree/guest/"
+chmod 755 "$tree/init"
+# The guest's checks end a minute before the time limit, so that their
+# summary is printed even when some of them hang.
+budget=$((limit > 90 ? limit - 60 : 30))
+printf 'CHECKS=%s\nROUNDS=%s\nBUDGET=%s\n' "$checks" "$rounds" "$budget" >"$tree/guest/config"
+
+initrd=$work/initrd.gz
+(cd "$tree" && find . | cpio -o -H newc -R 0:0 --quiet | gzip -1 >"$initrd")
+echo "initramfs: $(du -h "$initrd" | cut -f1)"
+
+# --- 5. boot -----------------------------------------------------------------
+step "booting the guest (QEMU TCG, time limit ${limit}s)"
+log=$cache/console.log
+set +e
+timeout -k 10 "$limit" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 1024 \
+	-kernel "$vmlinuz" -initrd "$initrd" -append "console=ttyS0 quiet panic=-1${PVPERF_GUEST_APPEND:+ $PVPERF_GUEST_APPEND}" \
+	-nographic -no-reboot -net none </dev/null 2>&1 |
+	sed -u 's/\r//g; s/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g' | tee "$log"
+qemu_rc=${PIPESTATUS[0]}
+set -e
+[ -z "$logcopy" ] || cp "$log" "$logcopy"
+
+elapsed=$(($(date +%s) - start))
+verdict=$(sed -n 's/^PVPERF-GUEST-VERDICT: \([A-Z]*\).*/\1/p' "$log" | tail -n 1)
+reached=0
+if grep -q '^PVPERF-GUEST-CHECKS-BEGIN' "$log"; then reached=1; fi
+killed=0
+case $qemu_rc in 124 | 137) killed=1 ;; esac # stopped by timeout
+echo
+case $verdict:$reached in
+PASS:1)
+	if [ "$killed" = 1 ]; then
+		echo "guest-test: FAIL: the checks passed, but the guest did not power off; killed after ${limit}s (log: $log)"
+		exit 1
+	fi
+	echo "guest-test: PASS in ${elapsed}s (log: $log)"
+	exit 0
+	;;
+FAIL:1)
+	echo "guest-test: FAIL: checks failed in the guest, see the summary above (${elapsed}s, log: $log)"
+	exit 1
+	;;
+FAIL:0)
+	echo "guest-test: FAIL: the guest never reached the checks: its setup failed, see above (log: $log)"
+	exit 1
+	;;
+esac
+if [ "$killed" = 1 ]; then
+	if [ "$reached" = 1 ]; then
+		echo "guest-test: FAIL: the guest hung during the checks; killed after ${limit}s (log: $log)"
+	else
+		echo "guest-test: FAIL: the guest hung before the checks; killed after ${limit}s (log: $log)"
+	fi
+elif [ "$reached" = 1 ]; then
+	echo "guest-test: FAIL: the guest stopped during the checks without a verdict (qemu exit $qemu_rc, log: $log)"
+else
+	echo "guest-test: FAIL: the guest never reached the checks (qemu exit $qemu_rc, log: $log)"
+fi
+exit 1
