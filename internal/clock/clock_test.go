@@ -73,6 +73,7 @@ func TestMeasure(t *testing.T) {
 	if want := n1 - n0; got < want*99/100 || got > want*101/100 {
 		t.Errorf("%d ticks convert to %d ns; the runtime clock saw %d ns", t1-t0, got, want)
 	}
+	t.Logf("counter rate %.3f MHz", float64(uint64(1)<<32)/float64(c.mult)*1000)
 	if cost := readCost(); cost <= 0 {
 		t.Errorf("read cost %d ns", cost)
 	}

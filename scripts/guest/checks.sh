@@ -94,6 +94,9 @@ info() {
 	if [ -x "$PV/clock.test" ]; then
 		echo "pvperf's clock: $("$PV/clock.test" -test.run 'TestNowIsMonotonicNanoseconds$' -test.v 2>&1 | sed -n 's/.*time-stamp counter used: /time-stamp counter used: /p')"
 		"$PV/clock.test" -test.run '^$' -test.bench 'Now' -test.benchtime 20000x 2>&1 | grep '^BenchmarkNow' | sed 's/^/  /'
+		for c in 0 1 0 1; do
+			echo "  on cpu $c: $(taskset -c $c "$PV/clock.test" -test.run 'TestMeasure$' -test.v 2>&1 | sed -n 's/.*counter rate/counter rate/p') (the kernel: $(sed -n 's/^cpu MHz[^:]*: */cpu MHz /p' /proc/cpuinfo | head -n 1))"
+		done
 	fi
 	echo "perftest: $("$PT/ib_write_bw" -V 2>&1 | tr '\n' ' ')"
 	echo "pvperf: $("$PV/write_bw" -V 2>&1 | tr '\n' ' ')"
