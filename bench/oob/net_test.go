@@ -68,14 +68,13 @@ func TestListenIPv6(t *testing.T) {
 	if err != nil {
 		t.Skipf("no IPv6: %v", err)
 	}
-	port := ln.Addr().Port
-	go func() {
+	go func(port int) {
 		// The IPv6 wildcard listener is dual-stack, as perftest's AF_INET6 socket.
 		c, err := Dial(ctx, "127.0.0.1", Addr{Port: port}, Config{})
 		if err == nil {
 			c.Close()
 		}
-	}()
+	}(ln.Addr().Port)
 	c, err := ln.Accept(ctx, Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -86,13 +85,12 @@ func TestListenIPv6(t *testing.T) {
 	if err != nil {
 		t.Skipf("no ::1: %v", err)
 	}
-	port = ln.Addr().Port
-	go func() {
+	go func(port int) {
 		c, err := Dial(ctx, "::1", Addr{Port: port, IPv6: true, BindSourceIP: "::1"}, Config{})
 		if err == nil {
 			c.Close()
 		}
-	}()
+	}(ln.Addr().Port)
 	c, err = ln.Accept(ctx, Config{})
 	if err != nil {
 		t.Fatal(err)
