@@ -18,7 +18,7 @@ func mallocs(t *testing.T, c Config) uint64 {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	if err := Run(ctx, normalize(c), dev, io.Discard, io.Discard); err != nil {
+	if _, err := Run(ctx, normalize(c), dev, io.Discard, io.Discard); err != nil {
 		t.Fatalf("Run: %s", PerftestMessage(err))
 	}
 	runtime.ReadMemStats(&after)

@@ -173,4 +173,28 @@ type Config struct {
 	LimitMsgRate    float64
 	JSON            bool
 	JSONFile        string
+	CSVFile         string // --out_csv: "" = none
+	HTMLFile        string // --out_html: "" = none
+	// PvperfVersion is pvperf's version, recorded in the results.
+	PvperfVersion string
+}
+
+// TestName is the command that runs cfg's test: "write_bw", "send_lat",
+// ... (SEND and WRITE with immediate data are options of send and write).
+func (cfg *Config) TestName() string {
+	var verb string
+	switch cfg.Verb {
+	case Send, SendImm:
+		verb = "send"
+	case Write, WriteImm:
+		verb = "write"
+	case Read:
+		verb = "read"
+	default:
+		verb = "atomic"
+	}
+	if cfg.Test == Latency {
+		return verb + "_lat"
+	}
+	return verb + "_bw"
 }

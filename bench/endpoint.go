@@ -28,6 +28,7 @@ type endpoint struct {
 	gidIndex int       // -1: no GRH (InfiniBand without -x)
 	autoGID  bool      // choose gidIndex among the port's GIDs
 	gid      verbs.GID // the GID at gidIndex
+	gidType  verbs.GIDType
 	mtu      verbs.MTU // effective path MTU
 	inline   int       // effective max inline data
 	outReads int       // effective outstanding reads/atomics

@@ -58,7 +58,7 @@ func runLoop(t *testing.T, dev verbs.Device, c Config) string {
 	var out, errOut bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := Run(ctx, normalize(c), dev, &out, &errOut); err != nil {
+	if _, err := Run(ctx, normalize(c), dev, &out, &errOut); err != nil {
 		var chain []string
 		for e := err; e != nil; e = errors.Unwrap(e) {
 			chain = append(chain, fmt.Sprintf("%T: %v", e, e))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pvperf/pvperf/bench/oob"
+	"github.com/pvperf/pvperf/reports"
 	"github.com/pvperf/pvperf/verbs"
 )
 
@@ -20,8 +21,9 @@ const DefaultPeerTimeout = 5 * time.Second
 // process with cfg.Loopback. It writes perftest's output (header, address
 // lines, result table) to out and perftest's diagnostics to errOut, and
 // returns an error, whose PerftestMessage is what to print, when the test
-// failed.
-func Run(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Writer) error {
+// failed. It also returns the run's results (on a loopback run, the
+// client's), complete when the error is nil.
+func Run(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Writer) (reports.Run, error) {
 	if cfg.Version == "" {
 		cfg.Version = ProtocolVersion
 	}
@@ -35,13 +37,14 @@ func Run(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Write
 		return runLoopback(ctx, cfg, dev, out, errOut)
 	}
 	s := &session{cfg: cfg, server: cfg.Server == "", dev: dev, out: out, errOut: errOut}
-	return s.run(ctx)
+	err := s.run(ctx)
+	return s.results, err
 }
 
 // runLoopback runs the server in a goroutine, listening on a free port of
 // the loopback interface, and the client here; the client's output is the
 // run's output.
-func runLoopback(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Writer) error {
+func runLoopback(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Writer) (reports.Run, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	scfg := cfg
@@ -50,6 +53,8 @@ func runLoopback(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 	scfg.BindSourceIP = "127.0.0.1"
 	scfg.IPv6Addr = false
 	scfg.JSON = false
+	scfg.CSVFile = ""
+	scfg.HTMLFile = ""
 	port := make(chan int, 1)
 	srv := &session{cfg: scfg, server: true, dev: dev, out: io.Discard, errOut: io.Discard,
 		ready: func(p int) { port <- p }}
@@ -59,7 +64,7 @@ func runLoopback(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 	select {
 	case p = <-port:
 	case err := <-srvErr:
-		return err
+		return reports.Run{}, err
 	}
 	ccfg := cfg
 	ccfg.Server = "127.0.0.1"
@@ -71,12 +76,12 @@ func runLoopback(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 	if err != nil {
 		cancel()
 		if serr := <-srvErr; serr != nil && !errors.Is(serr, context.Canceled) {
-			return &failure{msg: PerftestMessage(err) + " (server side: " + strings.TrimSpace(PerftestMessage(serr)) + ")\n", err: err}
+			return cli.results, &failure{msg: PerftestMessage(err) + " (server side: " + strings.TrimSpace(PerftestMessage(serr)) + ")\n", err: err}
 		}
-		return err
+		return cli.results, err
 	}
 	if err := <-srvErr; err != nil {
-		return errors.Join(errors.New("loopback server failed"), err)
+		return cli.results, errors.Join(errors.New("loopback server failed"), err)
 	}
-	return nil
+	return cli.results, nil
 }

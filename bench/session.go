@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/pvperf/pvperf/bench/oob"
 	"github.com/pvperf/pvperf/internal/clock"
@@ -28,6 +30,9 @@ type session struct {
 	ti     reports.TestInfo
 	kf     oob.KeyFormat
 	json   reports.JSONReport
+	// results is the run in pvperf's results model (JSON, CSV, HTML).
+	results reports.Run
+	start   time.Time
 	// stop ends the test when the peer's connection closes.
 	cancel context.CancelCauseFunc
 	// ready, if set, learns the port a server listens on.
@@ -83,6 +88,7 @@ func (s *session) run(ctx context.Context) (err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	clock.Calibrate()
+	s.start = time.Now()
 	cfg := &s.cfg
 	if err := s.openDevice(); err != nil {
 		return err
@@ -140,10 +146,8 @@ func (s *session) run(ctx context.Context) (err error) {
 		}
 		return err
 	}
-	if cfg.JSON {
-		if err := s.writeJSON(); err != nil {
-			return err
-		}
+	if err := s.writeFiles(); err != nil {
+		return err
 	}
 	return s.checkLimits()
 }
@@ -268,7 +272,19 @@ func (s *session) watchPeer(ctx context.Context) (stop func()) {
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		if oob.WaitPeerClosed(s.conn, done) {
+		if !oob.WaitPeerClosed(s.conn, done) {
+			return
+		}
+		// A peer that has finished may close first: write_lat has no
+		// final handshake, and its server is done when the client's last
+		// write lands, while the client still waits for that write's
+		// completion. A loop that ends within the grace period has not
+		// lost its peer.
+		t := time.NewTimer(peerCloseGrace)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
 			s.cancel(fail(oob.ErrPeerClosed, " The peer closed the connection during the test\n"))
 		}
 	}()
@@ -277,6 +293,10 @@ func (s *session) watchPeer(ctx context.Context) (stop func()) {
 		<-finished
 	}
 }
+
+// peerCloseGrace is how long a loop may go on after its peer closed the
+// connection before the test fails.
+const peerCloseGrace = 2 * time.Second
 
 // exchangeSetup runs the version, system data, MTU and parameter exchanges.
 func (s *session) exchangeSetup() error {
@@ -405,6 +425,7 @@ func (s *session) chooseGID() error {
 		return fail(err, " "+err.Error()+"\n", " Unable to set up socket connection\n")
 	}
 	e.gid = g.GID
+	e.gidType = g.Type
 	s.kf = oob.KeyGID
 	return nil
 }
@@ -470,6 +491,27 @@ func (s *session) fillTestInfo() {
 	ti.ReportUnsorted = cfg.ReportUnsorted
 	ti.ReportHistogram = cfg.ReportHistogram
 	s.ti = ti
+
+	info := reports.NewRunInfo(cfg.TestName(), &ti)
+	info.Loopback = cfg.Loopback
+	info.Driver = s.dev.Driver()
+	if ti.Link == reports.LinkEthernet && e.gidIndex >= 0 {
+		info.RoCEVersion = 1
+		if e.gidType == verbs.GIDTypeRoCEv2 {
+			info.RoCEVersion = 2
+		}
+	}
+	info.Iterations = cfg.Iters
+	if cfg.Duration > 0 {
+		info.Iterations = 0
+		info.DurationSeconds = cfg.Duration
+	}
+	info.Host, _ = os.Hostname()
+	info.Peer = cfg.Server
+	info.PvperfVersion = cfg.PvperfVersion
+	info.PerftestVersion = cfg.Version
+	info.Time = s.start
+	s.results = reports.Run{Info: info}
 }
 
 // dynamicPolling tells whether perftest would poll with a dynamic batch.
@@ -704,6 +746,7 @@ func (s *session) runRDMABW(ctx context.Context) error {
 		} else {
 			_ = reports.WriteBWReport(s.out, &s.ti, rem, nil)
 			s.json.AddBW(&s.ti, rem, nil)
+			s.results.AddBW(reports.SideRemote, rem, cfg.ReportGbits)
 		}
 		if err := s.closeConn(); err != nil {
 			return err
@@ -764,12 +807,16 @@ func (s *session) runRDMABW(ctx context.Context) error {
 			}
 			_ = reports.WriteBWReport(s.out, &s.ti, res, &rem)
 			s.json.AddBW(&s.ti, res, &rem)
+			s.results.AddBW(reports.SideLocal, res, cfg.ReportGbits)
+			s.results.AddBW(reports.SideRemote, rem, cfg.ReportGbits)
+			s.results.AddBW(reports.SideSum, reports.SumBW(res, rem), cfg.ReportGbits)
 			if cfg.ReportBoth && !cfg.AllSizes {
 				_ = reports.WriteBWReportBoth(s.out, &s.ti, res, rem)
 			}
 		} else {
 			_ = reports.WriteBWReport(s.out, &s.ti, res, nil)
 			s.json.AddBW(&s.ti, res, nil)
+			s.results.AddBW(reports.SideLocal, res, cfg.ReportGbits)
 		}
 	}
 	s.resultLine()
@@ -837,12 +884,16 @@ func (s *session) runSendBW(ctx context.Context) error {
 			}
 			_ = reports.WriteBWReport(s.out, &s.ti, res, &rem)
 			s.json.AddBW(&s.ti, res, &rem)
+			s.results.AddBW(reports.SideLocal, res, cfg.ReportGbits)
+			s.results.AddBW(reports.SideRemote, rem, cfg.ReportGbits)
+			s.results.AddBW(reports.SideSum, reports.SumBW(res, rem), cfg.ReportGbits)
 			if cfg.ReportBoth && !cfg.AllSizes {
 				_ = reports.WriteBWReportBoth(s.out, &s.ti, res, rem)
 			}
 		} else {
 			_ = reports.WriteBWReport(s.out, &s.ti, res, nil)
 			s.json.AddBW(&s.ti, res, nil)
+			s.results.AddBW(reports.SideLocal, res, cfg.ReportGbits)
 		}
 		if cfg.AllSizes {
 			if err := s.barrier(); err != nil {
@@ -867,6 +918,7 @@ func (s *session) latReport(size int, sm samples) error {
 			Start: sm.tposted[0], End: sm.tcompleted[0], RTTFactor: rtt})
 		_ = reports.WriteLatencyDurationReport(s.out, &s.ti, r)
 		s.json.AddLatencyDuration(r)
+		s.results.AddLatencyDuration(reports.SideLocal, r)
 		return nil
 	}
 	r, err := reports.ComputeLatency(reports.LatencyInput{Size: uint64(size), Iters: cfg.Iters,
@@ -876,6 +928,7 @@ func (s *session) latReport(size int, sm samples) error {
 	}
 	_ = reports.WriteLatencyReport(s.out, &s.ti, &r)
 	s.json.AddLatency(r)
+	s.results.AddLatency(reports.SideLocal, &r, reports.Nanoseconds)
 	return nil
 }
 
@@ -1001,21 +1054,56 @@ func (s *session) peerErr(ctx context.Context, err error) error {
 	return err
 }
 
-// writeJSON writes --out_json.
-func (s *session) writeJSON() error {
-	name := s.cfg.JSONFile
-	if name == "" {
-		name = "perftest_out.json"
+// writeFiles writes --out_json, --out_csv and --out_html.
+func (s *session) writeFiles() error {
+	cfg := &s.cfg
+	if cfg.JSON {
+		name := cfg.JSONFile
+		if name == "" {
+			name = "perftest_out.json"
+		}
+		err := writeFile(name, "JSON", func(w io.Writer) error {
+			return reports.WriteJSON(w, &s.ti, &s.json, &s.results)
+		})
+		if err != nil {
+			return err
+		}
 	}
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
+	if cfg.CSVFile != "" {
+		err := writeFile(cfg.CSVFile, "CSV", func(w io.Writer) error {
+			return reports.WriteCSV(w, []reports.Run{s.results})
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if cfg.HTMLFile != "" {
+		return writeFile(cfg.HTMLFile, "HTML", func(w io.Writer) error {
+			return reports.WriteHTML(w, []reports.Run{s.results})
+		})
+	}
+	return nil
+}
+
+// writeFile creates (or truncates) name and writes it with write, in
+// perftest's words when that fails.
+func writeFile(name, format string, write func(io.Writer) error) error {
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
-		return fail(err, fmt.Sprintf(" Couldn't open JSON output file %s: %v\n", name, err))
+		return fail(err, fmt.Sprintf(" Couldn't open %s output file %s: %v\n", format, name, err))
 	}
-	if err := reports.WriteJSON(f, &s.ti, &s.json); err != nil {
-		f.Close()
-		return fail(err, fmt.Sprintf(" Couldn't write JSON output file %s: %v\n", name, err))
+	w := bufio.NewWriter(f)
+	err = write(w)
+	if err == nil {
+		err = w.Flush()
 	}
-	return f.Close()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fail(err, fmt.Sprintf(" Couldn't write %s output file %s: %v\n", format, name, err))
+	}
+	return nil
 }
 
 // checkLimits applies -w and -y (perftest checks the message rate only

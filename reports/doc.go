@@ -1,6 +1,7 @@
-// Package reports owns perftest's numbers and perftest's output for pvperf:
-// the statistics perftest computes from its timestamps, the console text
-// byte for byte as perftest prints it, and a JSON file with perftest's keys.
+// Package reports owns perftest's numbers and pvperf's output: the
+// statistics perftest computes from its timestamps, the console text byte
+// for byte as perftest prints it, and the machine-readable results (JSON,
+// CSV, HTML with charts, the Go benchmark format).
 //
 // # Statistics
 //
@@ -37,7 +38,41 @@
 // WriteJSON writes perftest's --out_json object extended to valid JSON that
 // keeps every row: "results" is an array with one object per printed row
 // (every size of an -a run), and a bidirectional run adds "local_results"
-// and "remote_results". See JSONReport.
+// and "remote_results". See JSONReport. When given a Run, it adds it as a
+// "pvperf" object with a schema_version (SchemaVersion), which ParseRun
+// reads back; its errors match ErrEmpty, ErrMalformed, ErrNoRun or
+// ErrSchema.
+//
+// # The results model
+//
+// Run is one run on one side: a RunInfo (test, role, device, driver,
+// RoCE version, connection, QPs, MTU, iterations, host, versions, start
+// time) and one Result per message size and side (SideLocal, SideRemote,
+// SideSum), in fixed units named by the JSON keys: MiB/s and Gb/s, Mpps,
+// microseconds. Num is a float64 whose NaN (not measured) is null in
+// JSON. The engine fills a Run with AddBW, AddLatency and
+// AddLatencyDuration beside the text; Merge joins runs of one setup that
+// hold different sizes.
+//
+// # CSV and benchfmt
+//
+// WriteCSV writes one row per run, size and side, every row with its run's
+// setup, units in the column names (CSVColumns). WriteBenchfmt writes the
+// lines `go test -bench` prints, named like the bench package's benchmarks
+// (BenchmarkWriteBW/qp=1/size=65536), with Unit lines (BenchUnits) so that
+// benchstat knows which way is better.
+//
+// # HTML
+//
+// WriteHTML writes runs (see Run) as one self-contained page with no
+// script and nothing loaded from elsewhere: the test setup of every run
+// side by side, SVG charts drawn with gonum.org/v1/plot and inlined (BW
+// average and message rate against message size for BW runs, latency
+// percentiles for latency runs, mean latency for duration-mode runs; the
+// size on a log2 axis), and each run's results table. Several runs of a
+// kind are overlaid in the same charts, with legend labels made of the
+// description fields that differ between them (RoCE version, driver,
+// host, time, ...). The same runs give the same bytes.
 //
 // # Concurrency
 //
@@ -47,5 +82,6 @@
 // The text functions write their whole output with one Write call.
 //
 // The package depends on nothing of pvperf: the engine (bench) and the CLI
-// fill plain structs (TestInfo, BWInput, LatencyInput, Dest) and call it.
+// fill plain structs (TestInfo, BWInput, LatencyInput, Dest, Run) and call
+// it.
 package reports

@@ -57,7 +57,7 @@ func ExampleComputeLatency() {
 	ti := reports.NewTestInfo(reports.Send, reports.LatencyTest)
 	var doc reports.JSONReport
 	doc.AddLatency(r)
-	_ = reports.WriteJSON(os.Stdout, &ti, &doc)
+	_ = reports.WriteJSON(os.Stdout, &ti, &doc, nil)
 	// Output:
 	// t_min 1.25 t_max 4.50 t_typical 1.35 t_avg 1.38 p99 4.50 usec
 	// {

@@ -286,8 +286,9 @@ func jsonArray(objs []*jsonObject) string {
 	return b.String()
 }
 
-// JSON returns the JSON document for a run (see the schema above).
-func JSON(ti *TestInfo, r *JSONReport) string {
+// JSON returns the JSON document for a run (see the schema above), with
+// run, when not nil, as its "pvperf" object (see Run).
+func JSON(ti *TestInfo, r *JSONReport, run *Run) (string, error) {
 	var results []*jsonObject
 	for _, row := range r.BW {
 		results = append(results, bwJSON(ti, row))
@@ -316,11 +317,23 @@ func JSON(ti *TestInfo, r *JSONReport) string {
 		b.WriteString(",\n\"remote_results\": ")
 		b.WriteString(side(r.RemoteBW))
 	}
+	if run != nil {
+		s, err := runJSON(run)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(",\n\"pvperf\": ")
+		b.WriteString(s)
+	}
 	b.WriteString("\n}\n")
-	return b.String()
+	return b.String(), nil
 }
 
-// WriteJSON writes JSON(ti, r) to w.
-func WriteJSON(w io.Writer, ti *TestInfo, r *JSONReport) error {
-	return writeString(w, JSON(ti, r))
+// WriteJSON writes JSON(ti, r, run) to w.
+func WriteJSON(w io.Writer, ti *TestInfo, r *JSONReport, run *Run) error {
+	s, err := JSON(ti, r, run)
+	if err != nil {
+		return err
+	}
+	return writeString(w, s)
 }

@@ -158,7 +158,10 @@ func jsonCases(t *testing.T) map[string]struct {
 func TestJSONGolden(t *testing.T) {
 	for name, c := range jsonCases(t) {
 		t.Run(name, func(t *testing.T) {
-			got := JSON(&c.ti, &c.r)
+			got, err := JSON(&c.ti, &c.r, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if !json.Valid([]byte(got)) {
 				t.Fatalf("invalid JSON:\n%s", got)
 			}
@@ -173,7 +176,7 @@ func TestJSONKeepsPerftestKeysAndOrder(t *testing.T) {
 	for _, size := range []uint64{2, 4, 8} {
 		r.AddBW(&ti, bw(size, 10, 1, 0.5, 0.25), nil)
 	}
-	out := JSON(&ti, &r)
+	out, _ := JSON(&ti, &r, nil)
 	var doc struct {
 		TestInfo map[string]any   `json:"test_info"`
 		Results  []map[string]any `json:"results"`
@@ -208,7 +211,7 @@ func TestJSONKeepsPerftestKeysAndOrder(t *testing.T) {
 
 func TestJSONEmpty(t *testing.T) {
 	ti := NewTestInfo(Read, LatencyTest)
-	got := JSON(&ti, &JSONReport{})
+	got, _ := JSON(&ti, &JSONReport{}, nil)
 	if !json.Valid([]byte(got)) || !strings.Contains(got, "\"results\": []\n}") {
 		t.Errorf("empty report:\n%s", got)
 	}

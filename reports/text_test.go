@@ -527,7 +527,7 @@ func TestWriteErrors(t *testing.T) {
 		"dur":       WriteLatencyDurationReport(failWriter{}, &ti, LatencyDurationResult{}),
 		"samples":   WriteSamples(failWriter{}, "usec", nil),
 		"inline":    WriteInlineNotRecognized(failWriter{}, failWriter{}),
-		"json":      WriteJSON(failWriter{}, &ti, &JSONReport{}),
+		"json":      WriteJSON(failWriter{}, &ti, &JSONReport{}, nil),
 	} {
 		if !errors.Is(err, errWrite) {
 			t.Errorf("%s: error %v, want the writer's", name, err)

@@ -222,6 +222,8 @@ func TestAdjustments(t *testing.T) {
 				"PreferIPv6": true, "IPv6Addr": true}, "", ""},
 		{"write_bw", "--bind_source_ip=10.0.0.1 --out_json --out_json_file=x.json -F host", map[string]any{
 			"BindSourceIP": "10.0.0.1", "JSON": true, "JSONFile": "x.json", "CPUFreq": true}, "", ""},
+		{"write_bw", "-a --out_csv w.csv --out_html=w.html host", map[string]any{"AllSizes": true,
+			"CSVFile": "w.csv", "HTMLFile": "w.html"}, "", ""},
 		{"write_lat", "-C -U -H --latency_gap=5 --output=latency", map[string]any{"Cycles": true, "ReportUnsorted": true,
 			"ReportHistogram": true, "LatencyGap": 5, "Output": bench.OutputLatency}, noDynam, ""},
 		{"write_bw", "--output=message_rate host", map[string]any{"Output": bench.OutputMessageRate}, "", ""},

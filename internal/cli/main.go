@@ -46,7 +46,8 @@ func MainContext(ctx context.Context, test string, args []string, stdout, stderr
 	if !ok {
 		return 1
 	}
-	if err := bench.Run(ctx, opts.Config, dev, stdout, stderr); err != nil {
+	opts.Config.PvperfVersion = Version
+	if _, err := bench.Run(ctx, opts.Config, dev, stdout, stderr); err != nil {
 		fmt.Fprint(stderr, bench.PerftestMessage(err))
 		return 1
 	}

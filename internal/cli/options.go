@@ -616,5 +616,13 @@ func options() *optTable {
 		return nil
 	}})
 	add(&opt{long: "peer-timeout", pvperf: true, arg: true, set: (*parser).setPeerTimeout})
+	add(&opt{long: "out_csv", pvperf: true, arg: true, set: func(p *parser, v string) error {
+		p.cfg.CSVFile = v
+		return nil
+	}})
+	add(&opt{long: "out_html", pvperf: true, arg: true, set: func(p *parser, v string) error {
+		p.cfg.HTMLFile = v
+		return nil
+	}})
 	return t
 }

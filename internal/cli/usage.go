@@ -246,6 +246,10 @@ func writeUsage(w io.Writer, prog string, t testSpec, verb bench.Verb, tbl *optT
 	u.opt("peer-timeout", "      --peer-timeout=<duration> ",
 		fmt.Sprintf(" Fail when the peer stays silent this long: a duration (500ms, 10s, 2m) or seconds (default %v)",
 			bench.DefaultPeerTimeout))
+	u.opt("out_csv", "      --out_csv=<file> ",
+		" Save the results in a CSV file: one row per message size and side, units in the column names")
+	u.opt("out_html", "      --out_html=<file> ",
+		" Save the results in an HTML report with charts (one file, viewable offline)")
 	u.printf("\n")
 	u.unsupportedRest()
 }
