@@ -25,8 +25,9 @@ import (
 //
 // The charts are drawn with gonum.org/v1/plot as SVG and inlined in the
 // page. The message size is on a log2 axis; bandwidth and message rate on
-// a linear one starting at 0; latency on a log10 axis when it spans more
-// than a decade, else on a linear one. Every series has point glyphs as
+// a linear one starting at 0, or a log10 one when overlaid runs differ by
+// more than 20 times; latency on a log10 axis when it spans more than a
+// decade, else on a linear one. Every series has point glyphs as
 // well as a line, so that a run of one size still shows.
 
 // chartWidth and chartHeight are the size of every chart.
@@ -84,6 +85,10 @@ type yMode int
 const (
 	yLinearZero yMode = iota // linear, from 0
 	yAuto                    // log10 when the data spans more than a decade, else linear from 0
+	// yOverlay is linear from 0, but log10 when the series' largest values
+	// are more than 20 times apart: an emulator's bandwidth beside a slow
+	// device's would otherwise flatten the slow one onto the axis.
+	yOverlay
 )
 
 // chartRun is a run with its number in the report (from 1).
@@ -111,8 +116,8 @@ func buildCharts(runs []Run) []chartSpec {
 	var charts []chartSpec
 	if len(bw) > 0 {
 		labels := legendLabels(bw)
-		avg := chartSpec{title: chartTitle(bw, "BW average"), ylabel: "BW average [MiB/s]", ymode: yLinearZero}
-		rate := chartSpec{title: chartTitle(bw, "message rate"), ylabel: "message rate [Mpps]", ymode: yLinearZero, legendRight: true}
+		avg := chartSpec{title: chartTitle(bw, "BW average"), ylabel: "BW average [MiB/s]", ymode: yOverlay}
+		rate := chartSpec{title: chartTitle(bw, "message rate"), ylabel: "message rate [Mpps]", ymode: yOverlay, legendRight: true}
 		for i, cr := range bw {
 			avg.series = append(avg.series, runSeries(cr.run, labels[i], func(r *Result) Num {
 				if r.BW == nil {
@@ -380,6 +385,25 @@ func shorten(s string, n int) string {
 	return string([]rune(s)[:n-1]) + "…"
 }
 
+// logY reports whether c's y axis is logarithmic, given the smallest and
+// largest value of its series.
+func (c *chartSpec) logY(ymin, ymax float64) bool {
+	switch c.ymode {
+	case yAuto:
+		return ymin > 0 && ymax/ymin > 10
+	case yOverlay:
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, s := range c.series {
+			if len(s.ys) > 0 {
+				m := slices.Max(s.ys)
+				lo, hi = min(lo, m), max(hi, m)
+			}
+		}
+		return ymin > 0 && hi/lo > 20
+	}
+	return false
+}
+
 // renderChart draws c as SVG, without the XML prolog. It reports whether
 // the chart has any point to draw.
 func renderChart(c *chartSpec) (svg string, ok bool, err error) {
@@ -394,7 +418,7 @@ func renderChart(c *chartSpec) (svg string, ok bool, err error) {
 	if xmin > xmax {
 		return "", false, nil
 	}
-	logY := c.ymode == yAuto && ymin > 0 && ymax/ymin > 10
+	logY := c.logY(ymin, ymax)
 
 	defer func() {
 		// gonum/plot panics on what it cannot draw; a report must not.

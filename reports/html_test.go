@@ -493,3 +493,42 @@ func TestHTMLConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestChartLogY: an overlay of runs far apart (an emulator and a slow
+// device) gets a log axis for bandwidth, runs of one order a linear one.
+func TestChartLogY(t *testing.T) {
+	bwChart := func(runs ...Run) *chartSpec {
+		t.Helper()
+		for _, c := range buildCharts(runs) {
+			if strings.Contains(c.title, "BW average") {
+				return &c
+			}
+		}
+		t.Fatal("no BW average chart")
+		return nil
+	}
+	bounds := func(c *chartSpec) (float64, float64) {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, s := range c.series {
+			for _, y := range s.ys {
+				lo, hi = min(lo, y), max(hi, y)
+			}
+		}
+		return lo, hi
+	}
+	for _, tc := range []struct {
+		name string
+		runs []Run
+		log  bool
+	}{
+		{"one run", []Run{fixtureBW(2, 1100, 2)}, false},
+		{"same order", []Run{fixtureBW(1, 1000, 3), fixtureBW(2, 1100, 2)}, false},
+		{"100 times apart", []Run{fixtureBW(1, 10000, 0.2), fixtureBW(2, 20, 50)}, true},
+	} {
+		c := bwChart(tc.runs...)
+		lo, hi := bounds(c)
+		if got := c.logY(lo, hi); got != tc.log {
+			t.Errorf("%s: log axis %v, want %v", tc.name, got, tc.log)
+		}
+	}
+}

@@ -14,6 +14,10 @@
 #   ref          perftest against perftest, every interop configuration
 #   interop      pvperf against perftest both ways: the eight RC tests,
 #                send_bw -c UD, write_bw -q 2
+#   reports      write_bw -a between two pvperf processes with --out_json,
+#                --out_csv and --out_html on both sides; the host then
+#                overlays the client's results with the emulator's in
+#                .cache/guest/emu-vs-rxe.html (the report command)
 #   side         perftest/perftest and pvperf/pvperf alternately (bandwidth,
 #                message rate, latency): medians and ratios, reported only
 #
@@ -41,7 +45,7 @@
 # to the guest kernel's command line.
 set -euo pipefail
 
-checks=sanity,conformance,pvperf,ref,interop,side
+checks=sanity,conformance,pvperf,ref,interop,reports,side
 rounds=7
 limit=720
 logcopy=
@@ -64,7 +68,7 @@ case $rounds in '' | *[!0-9]* | 0) echo "guest-test: -r needs a positive number"
 case $limit in '' | *[!0-9]* | 0) echo "guest-test: -t needs a positive number of seconds" >&2; exit 2 ;; esac
 for c in ${checks//,/ }; do
 	case $c in
-	sanity | conformance | pvperf | ref | interop | side) ;;
+	sanity | conformance | pvperf | ref | interop | reports | side) ;;
 	*) echo "guest-test: unknown check group in -c: $c" >&2; exit 2 ;;
 	esac
 done
@@ -284,6 +288,23 @@ set -e
 [ -z "$logcopy" ] || cp "$log" "$logcopy"
 
 elapsed=$(($(date +%s) - start))
+
+# The rxe results the guest printed (check_reports), overlaid with the
+# emulator's on this machine in one report.
+overlay=ok
+marker='PVPERF-GUEST-FILE-BEGIN rxe-write_bw.json'
+if grep -q "^$marker" "$log"; then
+	step "report: write_bw -a on the emulator against rxe0 in the guest"
+	rxe=$cache/rxe-write_bw.json emujson=$cache/emu-write_bw.json
+	sed -n "/^$marker/,/^PVPERF-GUEST-FILE-END/p" "$log" | sed '1d;$d' >"$rxe"
+	if "$bin/write_bw" -d emu0 --loopback -a -n 20 --out_json --out_json_file "$emujson" >/dev/null &&
+		"$bin/report" --html "$cache/emu-vs-rxe.html" --csv "$cache/emu-vs-rxe.csv" "$emujson" "$rxe" &&
+		"$bin/report" "$emujson" "$rxe"; then
+		echo "report: $cache/emu-vs-rxe.html"
+	else
+		overlay=failed
+	fi
+fi
 verdict=$(sed -n 's/^PVPERF-GUEST-VERDICT: \([A-Z]*\).*/\1/p' "$log" | tail -n 1)
 reached=0
 if grep -q '^PVPERF-GUEST-CHECKS-BEGIN' "$log"; then reached=1; fi
@@ -294,6 +315,10 @@ case $verdict:$reached in
 PASS:1)
 	if [ "$killed" = 1 ]; then
 		echo "guest-test: FAIL: the checks passed, but the guest did not power off; killed after ${limit}s (log: $log)"
+		exit 1
+	fi
+	if [ "$overlay" != ok ]; then
+		echo "guest-test: FAIL: the checks passed, but the report of the guest's results failed (see above)"
 		exit 1
 	fi
 	echo "guest-test: PASS in ${elapsed}s (log: $log)"

@@ -178,7 +178,7 @@ func writeSummary(w io.Writer, runs []reports.Run) error {
 	}
 	for _, r := range runs {
 		for _, res := range r.Primary() {
-			row := []string{r.Source, r.Info.Test, r.Info.Device, r.Info.Driver, res.Side,
+			row := []string{filepath.Base(r.Source), r.Info.Test, r.Info.Device, r.Info.Driver, res.Side,
 				strconv.FormatUint(res.Size, 10)}
 			if b := res.BW; b != nil {
 				row = append(row, num(b.AverageMiBps, 2), num(b.MsgRateMpps, 6), "-", "-")

@@ -14,7 +14,7 @@
 # Everything a check prints goes to the console, the only log that outlives
 # the guest.
 
-CHECKS=sanity,conformance,pvperf,ref,interop,side
+CHECKS=sanity,conformance,pvperf,ref,interop,reports,side
 ROUNDS=7
 # shellcheck source=/dev/null
 [ -r /guest/config ] && . /guest/config
@@ -196,6 +196,48 @@ $INTEROP
 EOF
 }
 
+# check_reports: a write_bw -a sweep between two pvperf processes on $DEV,
+# each writing --out_json, --out_csv and --out_html into its own directory.
+# The client's CSV must have a row per size (23), the server's the client's
+# last row; both pages must hold charts. The client's JSON is printed
+# between PVPERF-GUEST-FILE markers, for the host to overlay with the
+# emulator's (scripts/guest-test.sh).
+check_reports() {
+	section "reports on $DEV: result files of a write_bw -a sweep, client and server"
+	for side in srv cli; do
+		rm -rf "/tmp/$side"
+		mkdir -p "/tmp/$side"
+		printf '#!/bin/sh\ncd /tmp/%s && exec %s/write_bw "$@"\n' "$side" "$PV" >"/tmp/$side.write_bw"
+		chmod 755 "/tmp/$side.write_bw"
+	done
+	name="reports write_bw -a --out_json --out_csv --out_html"
+	# shellcheck disable=SC2086
+	if ! PAIR_QUIET=1 run_pair /tmp/srv.write_bw /tmp/cli.write_bw $COMMON -a -n 20 \
+		--out_json --out_json_file w.json --out_csv w.csv --out_html w.html; then
+		record FAIL "$name" "$PAIR_NOTE"
+		return
+	fi
+	note=
+	for f in cli/w.json cli/w.csv cli/w.html srv/w.json srv/w.csv srv/w.html; do
+		[ -s "/tmp/$f" ] || note="${note:+$note; }/tmp/$f missing or empty"
+	done
+	[ -z "$note" ] || { record FAIL "$name" "$note"; return; }
+	crows=$(($(wc -l </tmp/cli/w.csv) - 1))
+	srows=$(($(wc -l </tmp/srv/w.csv) - 1))
+	csvg=$(grep -c '<svg' /tmp/cli/w.html)
+	ssvg=$(grep -c '<svg' /tmp/srv/w.html)
+	echo "client: $crows CSV rows, $csvg charts; server: $srows CSV rows, $ssvg charts"
+	head -n 2 /tmp/cli/w.csv | sed 's/^/  client csv| /'
+	if [ "$crows" != 23 ] || [ "$srows" != 1 ] || [ "$csvg" -lt 2 ] || [ "$ssvg" -lt 2 ]; then
+		record FAIL "$name" "client $crows rows and $csvg charts, server $srows rows and $ssvg charts (want 23, 1, 2+, 2+)"
+		return
+	fi
+	echo "PVPERF-GUEST-FILE-BEGIN rxe-write_bw.json"
+	cat /tmp/cli/w.json
+	echo "PVPERF-GUEST-FILE-END"
+	record PASS "$name" "client 23 rows, server 1 (the client's last), charts on both; $PAIR_NOTE"
+}
+
 check_side() {
 	section "side by side on $DEV: perftest/perftest and pvperf/pvperf, $ROUNDS rounds"
 	: >/tmp/side.table
@@ -300,6 +342,7 @@ if setup; then
 	want pvperf && check_pvperf
 	want ref && check_ref
 	want interop && check_interop
+	want reports && check_reports
 	want side && check_side
 fi
 summary
