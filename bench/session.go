@@ -800,23 +800,8 @@ func (s *session) runRDMABW(ctx context.Context) error {
 			return err
 		}
 		last = res
-		if cfg.Bidirectional && (!writeImm || cfg.Duration == 0) {
-			rem, err := s.exchangeReports(res)
-			if err != nil {
-				return err
-			}
-			_ = reports.WriteBWReport(s.out, &s.ti, res, &rem)
-			s.json.AddBW(&s.ti, res, &rem)
-			s.results.AddBW(reports.SideLocal, res, cfg.ReportGbits)
-			s.results.AddBW(reports.SideRemote, rem, cfg.ReportGbits)
-			s.results.AddBW(reports.SideSum, reports.SumBW(res, rem), cfg.ReportGbits)
-			if cfg.ReportBoth && !cfg.AllSizes {
-				_ = reports.WriteBWReportBoth(s.out, &s.ti, res, rem)
-			}
-		} else {
-			_ = reports.WriteBWReport(s.out, &s.ti, res, nil)
-			s.json.AddBW(&s.ti, res, nil)
-			s.results.AddBW(reports.SideLocal, res, cfg.ReportGbits)
+		if err := s.reportBW(res, cfg.Bidirectional && (!writeImm || cfg.Duration == 0)); err != nil {
+			return err
 		}
 	}
 	s.resultLine()
@@ -830,6 +815,32 @@ func (s *session) runRDMABW(ctx context.Context) error {
 	}
 	s.bwLimit = last
 	return s.closeConn()
+}
+
+// reportBW prints and records this side's BW row for one size; with
+// exchange (a bidirectional run) it first trades rows with the peer and
+// reports their sum, both sides kept in the results.
+func (s *session) reportBW(res reports.BWResult, exchange bool) error {
+	cfg := &s.cfg
+	if !exchange {
+		_ = reports.WriteBWReport(s.out, &s.ti, res, nil)
+		s.json.AddBW(&s.ti, res, nil)
+		s.results.AddBW(reports.SideLocal, res, cfg.ReportGbits)
+		return nil
+	}
+	rem, err := s.exchangeReports(res)
+	if err != nil {
+		return err
+	}
+	_ = reports.WriteBWReport(s.out, &s.ti, res, &rem)
+	s.json.AddBW(&s.ti, res, &rem)
+	s.results.AddBW(reports.SideLocal, res, cfg.ReportGbits)
+	s.results.AddBW(reports.SideRemote, rem, cfg.ReportGbits)
+	s.results.AddBW(reports.SideSum, reports.SumBW(res, rem), cfg.ReportGbits)
+	if cfg.ReportBoth && !cfg.AllSizes {
+		_ = reports.WriteBWReportBoth(s.out, &s.ti, res, rem)
+	}
+	return nil
 }
 
 // runSendBW is send_bw: the server counts what it receives and prints its
@@ -877,23 +888,8 @@ func (s *session) runSendBW(ctx context.Context) error {
 			return err
 		}
 		last = res
-		if cfg.Bidirectional && cfg.Duration == 0 {
-			rem, err := s.exchangeReports(res)
-			if err != nil {
-				return err
-			}
-			_ = reports.WriteBWReport(s.out, &s.ti, res, &rem)
-			s.json.AddBW(&s.ti, res, &rem)
-			s.results.AddBW(reports.SideLocal, res, cfg.ReportGbits)
-			s.results.AddBW(reports.SideRemote, rem, cfg.ReportGbits)
-			s.results.AddBW(reports.SideSum, reports.SumBW(res, rem), cfg.ReportGbits)
-			if cfg.ReportBoth && !cfg.AllSizes {
-				_ = reports.WriteBWReportBoth(s.out, &s.ti, res, rem)
-			}
-		} else {
-			_ = reports.WriteBWReport(s.out, &s.ti, res, nil)
-			s.json.AddBW(&s.ti, res, nil)
-			s.results.AddBW(reports.SideLocal, res, cfg.ReportGbits)
+		if err := s.reportBW(res, cfg.Bidirectional && cfg.Duration == 0); err != nil {
+			return err
 		}
 		if cfg.AllSizes {
 			if err := s.barrier(); err != nil {
