@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvperf/pvperf/internal/reportcli"
 	"github.com/pvperf/pvperf/reports"
 )
 
@@ -45,7 +46,7 @@ func TestReportOutputs(t *testing.T) {
 	v2 := writeRun(t, dir, "v2.json", 2, 2, 64, 65536)
 
 	html := filepath.Join(dir, "both.html")
-	if code, _, stderr := runReport("--html", html, v1, v2); code != exitOK {
+	if code, _, stderr := runReport("--html", html, v1, v2); code != reportcli.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	page, err := os.ReadFile(html)
@@ -58,7 +59,7 @@ func TestReportOutputs(t *testing.T) {
 
 	code, stdout, _ := runReport("--csv", "-", v1, v2)
 	rows, err := csv.NewReader(strings.NewReader(stdout)).ReadAll()
-	if code != exitOK || err != nil || len(rows) != 1+6 {
+	if code != reportcli.ExitOK || err != nil || len(rows) != 1+6 {
 		t.Errorf("--csv -: exit %d, %v, %d rows", code, err, len(rows))
 	}
 
@@ -73,24 +74,24 @@ func TestReportOutputs(t *testing.T) {
 	}
 
 	code, stdout, _ = runReport(a)
-	if code != exitOK || !strings.Contains(stdout, "a.json") || !strings.Contains(stdout, "BW avg [MiB/s]") {
+	if code != reportcli.ExitOK || !strings.Contains(stdout, "a.json") || !strings.Contains(stdout, "BW avg [MiB/s]") {
 		t.Errorf("summary: exit %d\n%s", code, stdout)
 	}
 }
 
 func TestReportUsage(t *testing.T) {
-	if code, _, stderr := runReport("--help"); code != exitOK || !strings.Contains(stderr, "Usage: report") {
+	if code, _, stderr := runReport("--help"); code != reportcli.ExitOK || !strings.Contains(stderr, "Usage: report") {
 		t.Errorf("--help: exit %d, %q", code, stderr)
 	}
 	for _, args := range [][]string{nil, {"--bogus", "x.json"}, {"--html"}, {"--csv", "-", "--benchfmt", "-", "x.json"}} {
-		if code, _, stderr := runReport(args...); code != exitUsage || stderr == "" {
+		if code, _, stderr := runReport(args...); code != reportcli.ExitUsage || stderr == "" {
 			t.Errorf("%q: exit %d, stderr %q", args, code, stderr)
 		}
 	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.csv")
 	code, _, stderr := runReport("--csv", out, filepath.Join(dir, "missing.json"))
-	if code != exitError || !strings.Contains(stderr, "missing.json") {
+	if code != reportcli.ExitError || !strings.Contains(stderr, "missing.json") {
 		t.Errorf("missing file: exit %d, %q", code, stderr)
 	}
 	if _, err := os.Stat(out); err == nil {
@@ -99,7 +100,7 @@ func TestReportUsage(t *testing.T) {
 	// An output that cannot be written: a directory that does not exist.
 	good := writeRun(t, dir, "g.json", 2, 2)
 	code, _, stderr = runReport("--csv", filepath.Join(dir, "no", "such", "dir.csv"), good)
-	if code != exitError || !strings.Contains(stderr, "report: ") {
+	if code != reportcli.ExitError || !strings.Contains(stderr, "report: ") {
 		t.Errorf("unwritable output: exit %d, %q", code, stderr)
 	}
 }

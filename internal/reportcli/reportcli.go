@@ -1,4 +1,4 @@
-package main
+package reportcli
 
 import (
 	"bufio"
@@ -19,9 +19,9 @@ import (
 
 // Exit statuses.
 const (
-	exitOK    = 0
-	exitError = 1 // unreadable input, or an output that could not be written
-	exitUsage = 2 // bad command line
+	ExitOK    = 0
+	ExitError = 1 // unreadable input, or an output that could not be written
+	ExitUsage = 2 // bad command line
 )
 
 const usage = `Usage: report [--html FILE] [--csv FILE] [--benchfmt FILE] RESULT.json...
@@ -32,8 +32,8 @@ no output option, prints a summary table. FILE "-" is the standard output.
 
 `
 
-// run is the command: it returns the exit status.
-func run(args []string, stdout, stderr io.Writer) int {
+// Run is the report command: it returns the exit status.
+func Run(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
@@ -47,16 +47,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			return exitOK
+			return ExitOK
 		}
 		fmt.Fprintf(stderr, "report: %v\n", err)
 		fmt.Fprint(stderr, "Run 'report --help' for usage.\n")
-		return exitUsage
+		return ExitUsage
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprint(stderr, "report: no result files given\n\n")
 		fs.Usage()
-		return exitUsage
+		return ExitUsage
 	}
 	stdoutUsers := 0
 	for _, f := range []string{*html, *csvFile, *bench} {
@@ -66,13 +66,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if stdoutUsers > 1 {
 		fmt.Fprint(stderr, "report: only one output can go to the standard output (-)\n")
-		return exitUsage
+		return ExitUsage
 	}
 
 	runs, err := readRuns(fs.Args())
 	if err != nil {
 		fmt.Fprintf(stderr, "report: %v\n", err)
-		return exitError
+		return ExitError
 	}
 	if !*noMerge {
 		runs = reports.Merge(runs)
@@ -93,16 +93,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		wrote = true
 		if err := writeOutput(o.name, stdout, func(w io.Writer) error { return o.write(w, runs) }); err != nil {
 			fmt.Fprintf(stderr, "report: %v\n", err)
-			return exitError
+			return ExitError
 		}
 	}
 	if !wrote {
 		if err := writeSummary(stdout, runs); err != nil {
 			fmt.Fprintf(stderr, "report: %v\n", err)
-			return exitError
+			return ExitError
 		}
 	}
-	return exitOK
+	return ExitOK
 }
 
 // readRuns reads every file; the first error stops it. Files of other

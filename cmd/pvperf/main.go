@@ -1,0 +1,137 @@
+// Command pvperf is every pvperf command in one binary. Run as
+//
+//	pvperf write_bw [OPTION]... [SERVER]
+//
+// it runs the test named by its first argument; run under a test's perftest
+// name (ib_write_bw, a symlink to it) or pvperf's (write_bw), it is that
+// test, so a link makes it a drop-in for scripts written for perftest.
+// devinfo and report are subcommands too. "pvperf links DIR" creates the
+// links in DIR.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/pvperf/pvperf/internal/cli"
+	"github.com/pvperf/pvperf/internal/reportcli"
+)
+
+func main() {
+	os.Exit(run(os.Args, os.Stdout, os.Stderr))
+}
+
+// run dispatches on the program name, then on the first argument.
+func run(argv []string, stdout, stderr io.Writer) int {
+	if len(argv) > 0 {
+		if name, ok := command(filepath.Base(argv[0])); ok {
+			return dispatch(name, argv[1:], stdout, stderr)
+		}
+	}
+	if len(argv) < 2 {
+		usage(stderr)
+		return 2
+	}
+	switch sub := argv[1]; sub {
+	case "-h", "--help", "help":
+		usage(stdout)
+		return 0
+	case "-V", "--version", "version":
+		fmt.Fprintf(stdout, "pvperf %s\n", cli.Version)
+		return 0
+	case "links":
+		return links(argv[2:], stdout, stderr)
+	default:
+		if name, ok := command(sub); ok {
+			return dispatch(name, argv[2:], stdout, stderr)
+		}
+		fmt.Fprintf(stderr, "pvperf: unknown command %q\n", sub)
+		usage(stderr)
+		return 2
+	}
+}
+
+// command maps a program or subcommand name to the command it runs:
+// write_bw and ib_write_bw are the test write_bw.
+func command(name string) (string, bool) {
+	switch name {
+	case "devinfo", "report":
+		return name, true
+	}
+	t := strings.TrimPrefix(name, "ib_")
+	if slices.Contains(cli.Tests(), t) {
+		return t, true
+	}
+	return "", false
+}
+
+func dispatch(name string, args []string, stdout, stderr io.Writer) int {
+	switch name {
+	case "devinfo":
+		return cli.DevInfo(args, stdout, stderr)
+	case "report":
+		return reportcli.Run(args, stdout, stderr)
+	}
+	return cli.Main(name, args, stdout, stderr)
+}
+
+// links creates, in the directory given, a symbolic link to this binary
+// under each test's perftest name and pvperf name.
+func links(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintln(stderr, "usage: pvperf links DIR")
+		return 2
+	}
+	dir := args[0]
+	self, err := os.Executable()
+	if err == nil {
+		self, err = filepath.EvalSymlinks(self)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "pvperf: links: %v\n", err)
+		return 1
+	}
+	var names []string
+	for _, t := range cli.Tests() {
+		names = append(names, "ib_"+t, t)
+	}
+	names = append(names, "devinfo", "report")
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if fi, err := os.Lstat(p); err == nil {
+			if fi.Mode()&os.ModeSymlink == 0 {
+				fmt.Fprintf(stderr, "pvperf: links: %s exists and is not a link; left as it is\n", p)
+				return 1
+			}
+			if err := os.Remove(p); err != nil {
+				fmt.Fprintf(stderr, "pvperf: links: %v\n", err)
+				return 1
+			}
+		}
+		if err := os.Symlink(self, p); err != nil {
+			fmt.Fprintf(stderr, "pvperf: links: %v\n", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, p)
+	}
+	return 0
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, `Usage: pvperf COMMAND [OPTION]...
+
+Tests (perftest's options and output; also run as ib_TEST or TEST through a link):
+  %s
+Other commands:
+  devinfo   devices, ports and GID tables (ibv_devinfo -v)
+  report    JSON results to HTML, CSV or benchstat input
+  links DIR create links ib_write_bw ... in DIR to this binary
+  version   print pvperf's version
+
+Run "pvperf TEST -h" for a test's options.
+`, strings.Join(cli.Tests(), " "))
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func call(argv ...string) (int, string, string) {
+	var o, e bytes.Buffer
+	rc := run(argv, &o, &e)
+	return rc, o.String(), e.String()
+}
+
+func TestDispatchByName(t *testing.T) {
+	// -V prints the perftest protocol version of the test that runs.
+	for _, argv := range [][]string{
+		{"/usr/bin/ib_send_lat", "-V"},
+		{"send_lat", "-V"},
+		{"pvperf", "send_lat", "-V"},
+		{"pvperf", "ib_send_lat", "-V"},
+	} {
+		_, out, errOut := call(argv...)
+		if !strings.Contains(out+errOut, "Version: 6.29") {
+			t.Errorf("%q: no perftest version in %q", argv, out+errOut)
+		}
+	}
+	// A test's own usage names the test.
+	_, out, errOut := call("ib_read_bw", "-h")
+	if !strings.Contains(out+errOut, "read_bw <host>") {
+		t.Errorf("ib_read_bw -h does not print read_bw's usage:\n%s%s", out, errOut)
+	}
+	if rc, _, e := call("pvperf", "write_bw", "--no-such-option"); rc == 0 || e == "" {
+		t.Errorf("bad option: exit %d, stderr %q", rc, e)
+	}
+	if rc, _, e := call("pvperf", "report", "/nonexistent.json"); rc == 0 || !strings.Contains(e, "nonexistent.json") {
+		t.Errorf("report of a missing file: exit %d, stderr %q", rc, e)
+	}
+}
+
+func TestUnknownAndMissingCommand(t *testing.T) {
+	if rc, _, e := call("pvperf", "write_bandwidth"); rc != 2 || !strings.Contains(e, `unknown command "write_bandwidth"`) {
+		t.Errorf("unknown command: exit %d, stderr %q", rc, e)
+	}
+	if rc, _, e := call("pvperf"); rc != 2 || !strings.Contains(e, "Usage: pvperf") {
+		t.Errorf("no command: exit %d, stderr %q", rc, e)
+	}
+	if rc, o, _ := call("pvperf", "--help"); rc != 0 || !strings.Contains(o, "atomic_lat") {
+		t.Errorf("--help: exit %d, stdout %q", rc, o)
+	}
+}
+
+func TestLinks(t *testing.T) {
+	dir := t.TempDir()
+	if rc, _, e := call("pvperf", "links", dir); rc != 0 {
+		t.Fatalf("links: exit %d: %s", rc, e)
+	}
+	self, _ := os.Executable()
+	self, _ = filepath.EvalSymlinks(self)
+	for _, n := range []string{"ib_write_bw", "ib_atomic_lat", "send_bw", "devinfo", "report"} {
+		got, err := os.Readlink(filepath.Join(dir, n))
+		if err != nil || got != self {
+			t.Errorf("%s -> %q (%v), want %s", n, got, err, self)
+		}
+	}
+	// Again: links are replaced, other files are left alone.
+	if rc, _, e := call("pvperf", "links", dir); rc != 0 {
+		t.Fatalf("links again: exit %d: %s", rc, e)
+	}
+	f := filepath.Join(dir, "ib_read_bw")
+	if err := os.Remove(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rc, _, e := call("pvperf", "links", dir); rc == 0 || !strings.Contains(e, "not a link") {
+		t.Errorf("links over a file: exit %d, stderr %q", rc, e)
+	}
+}
