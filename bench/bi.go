@@ -49,6 +49,7 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, size int, peak, serve
 	var totS, totC, totR uint64
 	ended := func() bool { return duration && dc != nil && dc.state.Load() == stateEnd }
 	sampling := func() bool { return duration && dc != nil && dc.state.Load() == stateSample }
+	var st stall
 	for n := 0; (duration && !ended()) || totC < tot || totR < tot; n++ {
 		if n&0x3FF == 0 {
 			if err := ctx.Err(); err != nil {
@@ -108,9 +109,17 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, size int, peak, serve
 				return sm, err
 			}
 		}
+		nr := ne
 		ne, err = e.scq.Poll(swc)
 		if err != nil {
 			return sm, fmt.Errorf("poll CQ failed %w", err)
+		}
+		if ne+nr == 0 && (totC < tot || totR < tot) {
+			if err := st.idle("waiting for completions"); err != nil {
+				return sm, err
+			}
+		} else {
+			st.busy()
 		}
 		for k := range ne {
 			c := &swc[k]
@@ -168,6 +177,7 @@ func (e *endpoint) warmUp(ctx context.Context, size int) error {
 			}
 			posted += len(wrs)
 		}
+		var st stall
 		for done := 0; done < posted; {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -175,6 +185,13 @@ func (e *endpoint) warmUp(ctx context.Context, size int) error {
 			k, err := e.scq.Poll(wc)
 			if err != nil {
 				return err
+			}
+			if k == 0 {
+				if err := st.idle("waiting for warm-up completions"); err != nil {
+					return err
+				}
+			} else {
+				st.busy()
 			}
 			for j := range k {
 				if err := wc[j].Err(); err != nil {

@@ -244,6 +244,7 @@ func (e *endpoint) runBW(ctx context.Context, size int, peak bool) (samples, err
 		sm.tposted[0] = clock.Now()
 	}
 	ne := 0
+	var st stall
 	for totS < tot || totC < tot || (duration && dc.state.Load() != stateEnd) {
 		if err := ctx.Err(); err != nil {
 			return sm, err
@@ -303,6 +304,13 @@ func (e *endpoint) runBW(ctx context.Context, size int, peak bool) (samples, err
 			ne, err = e.scq.Poll(wc)
 			if err != nil {
 				return sm, fmt.Errorf("poll CQ failed %w", err)
+			}
+			if ne == 0 {
+				if err := st.idle("waiting for send completions"); err != nil {
+					return sm, err
+				}
+			} else {
+				st.busy()
 			}
 			for k := range ne {
 				c := &wc[k]

@@ -85,6 +85,7 @@ func (l *latRun) pollOne(cq verbs.CQ, ch verbs.CompChannel, events bool) (*verbs
 			return nil, false, fmt.Errorf(" Failed to notify events to CQ: %w", err)
 		}
 	}
+	var st stall
 	for i := 0; ; i++ {
 		n, err := cq.Poll(l.wc[:])
 		if err != nil {
@@ -100,6 +101,9 @@ func (l *latRun) pollOne(cq verbs.CQ, ch verbs.CompChannel, events bool) (*verbs
 			if err := l.ctx.Err(); err != nil {
 				return nil, false, err
 			}
+		}
+		if err := st.idle("waiting for a completion"); err != nil {
+			return nil, false, err
 		}
 	}
 }
@@ -198,11 +202,15 @@ func (e *endpoint) runLatWrite(ctx context.Context, size int, server bool) (samp
 	for scnt < l.iters || ccnt < l.iters || rcnt < l.iters || (l.duration && !l.ended()) {
 		if (rcnt < l.iters || l.duration) && !(scnt < 1 && server) {
 			rcnt++
+			var st stall
 			for i := 0; byteAt(pollBuf) != byte(rcnt) && !l.ended(); i++ {
 				if i&0xFFFFF == 0xFFFFF {
 					if err := ctx.Err(); err != nil {
 						return l.finish(), err
 					}
+				}
+				if err := st.idle("waiting for the peer's write"); err != nil {
+					return l.finish(), err
 				}
 			}
 		}

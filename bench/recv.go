@@ -140,6 +140,7 @@ func (e *endpoint) runBWServer(ctx context.Context, r *receiver) (samples, error
 	var rcnt uint64
 	var dc *durationClock
 	first := true
+	var st stall
 	for rcnt < tot || (duration && (dc == nil || dc.state.Load() != stateEnd)) {
 		if err := ctx.Err(); err != nil {
 			return sm, err
@@ -158,8 +159,12 @@ func (e *endpoint) runBWServer(ctx context.Context, r *receiver) (samples, error
 				return sm, fmt.Errorf("Poll Receive CQ failed %w", err)
 			}
 			if ne == 0 {
+				if err := st.idle("waiting for receive completions"); err != nil {
+					return sm, err
+				}
 				break
 			}
+			st.busy()
 			if first {
 				first = false
 				if duration {

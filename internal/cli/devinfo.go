@@ -132,12 +132,18 @@ func printDevice(w io.Writer, d verbs.Device, onlyPort int, verbose bool) error 
 	a := attrWriter{w: w, indent: 1, column: 40}
 	a.put("kind", "%s", d.Kind())
 	a.put("driver", "%s", d.Driver())
+	// Every device pvperf drives is of the InfiniBand transport (RoCE
+	// included), as ibv_devinfo says.
+	a.put("transport", "InfiniBand (0)")
 	a.put("fw_ver", "%s", attr.FWVersion)
 	a.put("node_guid", "%s", formatGUID(attr.NodeGUID))
 	a.put("sys_image_guid", "%s", formatGUID(attr.SysImageGUID))
 	a.put("vendor_id", "0x%04x", attr.VendorID)
 	a.put("vendor_part_id", "%d", attr.VendorPartID)
 	a.put("hw_ver", "0x%X", attr.HWVersion)
+	if b, ok := d.(interface{ BoardID() string }); ok && b.BoardID() != "" {
+		a.put("board_id", "%s", b.BoardID())
+	}
 	a.put("phys_port_cnt", "%d", attr.PhysPortCnt)
 	a.put("max_qp", "%d", attr.MaxQP)
 	a.put("max_qp_wr", "%d", attr.MaxQPWR)
@@ -209,7 +215,7 @@ func printPort(w io.Writer, ctx verbs.Context, port int, verbose bool) error {
 	if verbose {
 		a.put("max_msg_sz", "0x%x", pa.MaxMsgSz)
 		a.put("port_cap_flags", "0x%08x", pa.PortCapFlags)
-		a.put("max_vl_num", "%d", pa.MaxVLNum)
+		a.put("max_vl_num", "%s (%d)", vlName(pa.MaxVLNum), pa.MaxVLNum)
 		a.put("bad_pkey_cntr", "0x%x", pa.BadPKeyCntr)
 		a.put("qkey_viol_cntr", "0x%x", pa.QKeyViolCntr)
 		a.put("sm_sl", "%d", pa.SMSL)
@@ -217,13 +223,26 @@ func printPort(w io.Writer, ctx verbs.Context, port int, verbose bool) error {
 		a.put("gid_tbl_len", "%d", pa.GIDTblLen)
 		a.put("subnet_timeout", "%d", pa.SubnetTimeout)
 		a.put("init_type_reply", "%d", pa.InitTypeReply)
-		a.put("active_width", "%d", pa.ActiveWidth)
-		a.put("active_speed", "%d", pa.ActiveSpeed)
-		a.put("phys_state", "%d", pa.PhysState)
+		a.put("active_width", "%sX (%d)", widthName(pa.ActiveWidth), pa.ActiveWidth)
+		a.put("active_speed", "%s (%d)", speedName(pa.ActiveSpeed), pa.ActiveSpeed)
+		a.put("phys_state", "%s (%d)", physStateName(pa.PhysState), pa.PhysState)
 	}
 	gids, err := ctx.GIDTable(port)
 	if err != nil {
 		return fmt.Errorf("gid table: %w", err)
+	}
+	if verbose {
+		// ibv_devinfo -v's lines, then the table.
+		for _, g := range gids {
+			typ := ""
+			if pa.LinkLayer == verbs.LinkEthernet {
+				typ = ", RoCE v1"
+				if g.Type == verbs.GIDTypeRoCEv2 {
+					typ = ", RoCE v2"
+				}
+			}
+			fmt.Fprintf(w, "\t\t\tGID[%3d]:\t\t%s%s\n", g.Index, formatGIDHex(g.GID), typ)
+		}
 	}
 	fmt.Fprintln(w)
 	return writeGIDTable(w, gids)
@@ -261,6 +280,93 @@ func writeGIDTable(w io.Writer, gids []verbs.GIDEntry) error {
 		}
 	}
 	return nil
+}
+
+// formatGIDHex is a GID as ibv_devinfo prints it: eight groups of four
+// hexadecimal digits.
+func formatGIDHex(g verbs.GID) string {
+	var b strings.Builder
+	for i := 0; i < 16; i += 2 {
+		if i > 0 {
+			b.WriteByte(':')
+		}
+		fmt.Fprintf(&b, "%02x%02x", g[i], g[i+1])
+	}
+	return b.String()
+}
+
+// vlName, widthName, speedName and physStateName decode port attributes
+// with ibv_devinfo's words.
+func vlName(n uint8) string {
+	switch n {
+	case 1:
+		return "1"
+	case 2:
+		return "2"
+	case 3:
+		return "4"
+	case 4:
+		return "8"
+	case 5:
+		return "15"
+	}
+	return "invalid value"
+}
+
+func widthName(w uint8) string {
+	switch w {
+	case 1:
+		return "1"
+	case 2:
+		return "4"
+	case 4:
+		return "8"
+	case 8:
+		return "12"
+	case 16:
+		return "2"
+	}
+	return "invalid width"
+}
+
+func speedName(s uint8) string {
+	switch s {
+	case 1:
+		return "2.5 Gbps"
+	case 2:
+		return "5.0 Gbps"
+	case 4, 8:
+		return "10.0 Gbps"
+	case 16:
+		return "14.0 Gbps"
+	case 32:
+		return "25.0 Gbps"
+	case 64:
+		return "50.0 Gbps"
+	case 128:
+		return "100.0 Gbps"
+	}
+	return "invalid speed"
+}
+
+func physStateName(s uint8) string {
+	switch s {
+	case 1:
+		return "SLEEP"
+	case 2:
+		return "POLLING"
+	case 3:
+		return "DISABLED"
+	case 4:
+		return "PORT_CONFIGURATION TRAINNING" // sic, as ibv_devinfo
+	case 5:
+		return "LINK_UP"
+	case 6:
+		return "LINK_ERROR_RECOVERY"
+	case 7:
+		return "PHY TEST"
+	}
+	return "invalid physical state"
 }
 
 func formatGUID(g uint64) string {

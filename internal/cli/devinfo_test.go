@@ -48,7 +48,11 @@ func TestDevInfo(t *testing.T) {
 		t.Fatalf("-d emu1: status %d\n%s", status, out)
 	}
 	for _, want := range []string{"\tmax_mr_size:\t\t\t0x", "\tmax_qp_rd_atom:\t\t\t16\n", "\tmax_ud_qp:\t\t\t3\n",
-		"\t\t\tgid_tbl_len:\t\t16\n", "\t\t\tmax_msg_sz:\t\t0x80000000\n"} {
+		"\t\t\tgid_tbl_len:\t\t16\n", "\t\t\tmax_msg_sz:\t\t0x80000000\n",
+		// ibv_devinfo -v's words for the port's numbers, and its GID lines.
+		"\ttransport:\t\t\tInfiniBand (0)\n", "\t\t\tmax_vl_num:\t\t1 (1)\n", "\t\t\tactive_width:\t\t1X (1)\n",
+		"\t\t\tphys_state:\t\tLINK_UP (5)\n", "\t\t\tGID[  0]:\t\tfe80:0000:0000:0000:",
+		"\t\t\tGID[  1]:\t\t0000:0000:0000:0000:0000:ffff:7f00:0001, RoCE v1\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("-v output lacks %q", want)
 		}

@@ -4,6 +4,7 @@ package unix
 
 import (
 	"os"
+	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -60,6 +61,28 @@ func Write(fd int, b []byte) (int, error) {
 		}
 		return n, nil
 	}
+}
+
+// WriteMasked is [Write] with every signal blocked on the calling thread
+// for the duration of the call. A driver that waits for its device
+// interruptibly and turns an interrupted wait into an error (vmw_pvrdma
+// waits for the answer to each device command with
+// wait_for_completion_interruptible_timeout and returns ETIMEDOUT when a
+// signal arrives) would otherwise fail a command whenever the Go runtime
+// preempts the thread with a signal. Signals that arrive meanwhile are
+// delivered when the call returns.
+func WriteMasked(fd int, b []byte) (int, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var all, old unix.Sigset_t
+	for i := range all.Val {
+		all.Val[i] = ^all.Val[i]
+	}
+	if err := unix.PthreadSigmask(unix.SIG_SETMASK, &all, &old); err != nil {
+		return Write(fd, b)
+	}
+	defer func() { _ = unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil) }()
+	return Write(fd, b)
 }
 
 // WriteDoorbell is [Write] for the data path's doorbell commands (post

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net"
 	"os"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -201,4 +203,43 @@ func TestWaitPeerClosed(t *testing.T) {
 			t.Errorf("read: %q, %v", buf[:], err)
 		}
 	})
+}
+
+// TestWriteMasked: the write happens, and the thread's signal mask is
+// the one it had before.
+func TestWriteMasked(t *testing.T) {
+	r, w, err := Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Close(r)
+	defer Close(w)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	before := sigBlk(t)
+	if n, err := WriteMasked(w, []byte("cmd")); n != 3 || err != nil {
+		t.Fatalf("WriteMasked: %d, %v", n, err)
+	}
+	if after := sigBlk(t); after != before {
+		t.Errorf("signal mask %s after the call, %s before", after, before)
+	}
+	b := make([]byte, 8)
+	if n, err := unix.Read(r, b); n != 3 || err != nil || string(b[:3]) != "cmd" {
+		t.Fatalf("read %q, %v", b[:n], err)
+	}
+}
+
+func sigBlk(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/thread-self/status")
+	if err != nil {
+		t.Skip(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "SigBlk:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Skip("no SigBlk in /proc/thread-self/status")
+	return ""
 }

@@ -29,7 +29,9 @@ type kernel interface {
 // fdKernel is an open uverbs character device.
 type fdKernel struct{ fd int }
 
-func (k fdKernel) write(b []byte) (int, error) { return unix.Write(k.fd, b) }
+// write sends a command with signals blocked: vmw_pvrdma fails a command
+// (ETIMEDOUT) whose wait for the device a signal interrupts.
+func (k fdKernel) write(b []byte) (int, error) { return unix.WriteMasked(k.fd, b) }
 
 func (k fdKernel) doorbell(b []byte) (int, error) { return unix.WriteDoorbell(k.fd, b) }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -199,9 +198,20 @@ func (c *Context) QueryDevice() (verbs.DeviceAttr, error) {
 		NumCompVectors:        c.ncomp,
 		NUMANode:              c.dev.numaNode,
 	}
-	a.FWVersion, _ = readString(filepath.Join(sysfsRoot, "class", "infiniband", c.dev.name, "fw_ver"))
+	a.FWVersion = fwVersion(c.dev.driver, r.FWVer)
 	c.prov.deviceAttr(&a)
 	return a, nil
+}
+
+// fwVersion formats QUERY_DEVICE's firmware version as the driver's
+// rdma-core provider does: major.minor.sub_minor from bits 47..32, 31..16
+// and 15..0, the sub-minor in three digits for vmw_pvrdma.
+func fwVersion(driver string, raw uint64) string {
+	format := "%d.%d.%d"
+	if driver == DriverPVRDMA {
+		format = "%d.%d.%03d"
+	}
+	return fmt.Sprintf(format, raw>>32&0xffff, raw>>16&0xffff, raw&0xffff)
 }
 
 // QueryPort returns a port's attributes (QUERY_PORT).

@@ -62,6 +62,13 @@ func (d *Device) Driver() string { return d.driver }
 // Path returns the device's uverbs character device.
 func (d *Device) Path() string { return filepath.Join(devRoot, "infiniband", d.uverbs) }
 
+// BoardID is the device's board identifier from sysfs (board_id), as
+// ibv_devinfo prints it, or "" when the driver gives none.
+func (d *Device) BoardID() string {
+	s, _ := readString(filepath.Join(sysfsRoot, "class", "infiniband", d.name, "board_id"))
+	return s
+}
+
 // Open opens the device. It fails with verbs.ErrNotSupported for a driver
 // without a provider in this package.
 func (d *Device) Open() (verbs.Context, error) { return open(d) }

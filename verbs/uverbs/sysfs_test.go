@@ -160,3 +160,23 @@ func TestGIDs(t *testing.T) {
 		t.Errorf("pvrdma gid 0: %+v, %v", pv, err)
 	}
 }
+
+// TestFWVersion: QUERY_DEVICE's raw firmware version, formatted as each
+// driver's rdma-core provider does (ibv_devinfo shows vmw_pvrdma's 14 as
+// 0.0.014, rdma_rxe's 0 as 0.0.0).
+func TestFWVersion(t *testing.T) {
+	for _, c := range []struct {
+		driver string
+		raw    uint64
+		want   string
+	}{
+		{DriverPVRDMA, 14, "0.0.014"},
+		{DriverPVRDMA, 3<<32 | 1<<16 | 2, "3.1.002"},
+		{DriverRXE, 0, "0.0.0"},
+		{DriverRXE, 1<<32 | 2<<16 | 30, "1.2.30"},
+	} {
+		if got := fwVersion(c.driver, c.raw); got != c.want {
+			t.Errorf("fwVersion(%s, %#x) = %q, want %q", c.driver, c.raw, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pvperf/pvperf/emu"
+	"github.com/pvperf/pvperf/verbs"
+)
+
+// A device whose QPs accept send work requests and never execute them, as
+// QEMU's pvrdma device model does with RDMA WRITE (sent as a SEND that
+// waits for a receive for ever): nothing completes.
+type deafDevice struct{ verbs.Device }
+type deafContext struct{ verbs.Context }
+type deafPD struct{ verbs.PD }
+type deafQP struct{ verbs.QP }
+
+func (d deafDevice) Open() (verbs.Context, error) {
+	c, err := d.Device.Open()
+	return deafContext{c}, err
+}
+
+func (c deafContext) AllocPD() (verbs.PD, error) {
+	pd, err := c.Context.AllocPD()
+	return deafPD{pd}, err
+}
+
+func (pd deafPD) CreateQP(init verbs.QPInit) (verbs.QP, error) {
+	qp, err := pd.PD.CreateQP(init)
+	return deafQP{qp}, err
+}
+
+func (deafQP) PostSend(wrs []verbs.SendWR) (int, error) { return len(wrs), nil }
+
+// TestStalledTestFails: a test whose work never completes fails with
+// ErrStalled once StallTimeout has passed without a completion, where
+// perftest would wait for ever.
+func TestStalledTestFails(t *testing.T) {
+	old := StallTimeout
+	StallTimeout = 300 * time.Millisecond
+	defer func() { StallTimeout = old }()
+	dev := deafDevice{device(t, emu.ProfileUnrestricted, 2)}
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"write_bw", testConfig(Bandwidth, Write)},
+		{"send_bw", testConfig(Bandwidth, Send)},
+		{"read_bw", testConfig(Bandwidth, Read)},
+		{"send_lat", testConfig(Latency, Send)},
+		{"write_lat", testConfig(Latency, Write)},
+		{"atomic_lat", testConfig(Latency, Atomic)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var errOut strings.Builder
+			_, err := Run(ctx, normalize(c.cfg), dev, io.Discard, &errOut)
+			if !errors.Is(err, ErrStalled) {
+				t.Fatalf("Run: %v (want ErrStalled); stderr:\n%s", err, errOut.String())
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the run ended only with the test's own timeout: %v", err)
+			}
+			t.Logf("message:\n%s", PerftestMessage(err))
+			if msg := PerftestMessage(err); !strings.Contains(msg, "no progress") {
+				t.Errorf("message %q does not say what happened", msg)
+			}
+		})
+	}
+}
+
+func TestStallCountsOnlyIdleWaits(t *testing.T) {
+	old := StallTimeout
+	StallTimeout = 20 * time.Millisecond
+	defer func() { StallTimeout = old }()
+	var s stall
+	deadline := time.Now().Add(10 * time.Second)
+	var err error
+	for err == nil && time.Now().Before(deadline) {
+		err = s.idle("waiting")
+	}
+	if !errors.Is(err, ErrStalled) {
+		t.Fatalf("idle for 10s: %v, want ErrStalled", err)
+	}
+	// Progress restarts the wait.
+	StallTimeout = time.Hour
+	s.busy()
+	for range 0x10000 * 2 {
+		if err := s.idle("waiting"); err != nil {
+			t.Fatalf("right after progress: %v", err)
+		}
+	}
+}
