@@ -608,6 +608,11 @@ var (
 func run(t *testing.T, name string, fn func(t *testing.T)) bool {
 	t.Helper()
 	return t.Run(name, func(t *testing.T) {
+		if current != nil {
+			if why, ok := current.Quirks.skipReason(t.Name()); ok {
+				t.Skip("device quirk: " + why)
+			}
+		}
 		defer func() {
 			if r := recover(); r != nil {
 				t.Errorf("panic: %v\n%s", r, panicSite(debug.Stack()))

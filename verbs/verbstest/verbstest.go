@@ -47,7 +47,29 @@ type Quirks struct {
 	// StatusesReason.
 	Statuses       map[Situation]verbs.WCStatus
 	StatusesReason string
+	// SendOnly: the device executes every send work request as a plain
+	// SEND (no RDMA WRITE, READ or atomics reach the peer). Tests of the
+	// data path that need no remote access (Allocs) use SENDs instead.
+	SendOnly string
+	// Skip names subtests the device cannot pass, each with its reason:
+	// a key is the end of a subtest's name ("Opcodes/Each/RC/RDMA_READ"),
+	// matched at a "/" boundary; the subtest and those under it are skipped.
+	Skip map[string]string
 }
+
+// skipReason is the reason of the Skip entry that names t, if any.
+func (q *Quirks) skipReason(name string) (string, bool) {
+	for k, why := range q.Skip {
+		if strings.HasSuffix(name, "/"+k) {
+			return why, true
+		}
+	}
+	return "", false
+}
+
+// current is the target the suite runs against: Run runs one target at a
+// time, one subtest after the other.
+var current *Target
 
 // Situation names a failure whose completion status devices report
 // differently.
@@ -94,6 +116,8 @@ func Run(t *testing.T, tg Target) {
 	if tg.Device == nil {
 		t.Fatalf("target %q has no Device function", tg.Name)
 	}
+	current = &tg
+	defer func() { current = nil }()
 	run(t, "Lifecycle", func(t *testing.T) { testLifecycle(t, tg) })
 	run(t, "MemoryRegion", func(t *testing.T) { testMemoryRegion(t, tg) })
 	run(t, "QPState", func(t *testing.T) { testQPState(t, tg) })
