@@ -50,6 +50,13 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, size int, peak, serve
 	ended := func() bool { return duration && dc != nil && dc.state.Load() == stateEnd }
 	sampling := func() bool { return duration && dc != nil && dc.state.Load() == stateSample }
 	var st stall
+	var sig, cqes uint64 // as in runBW
+	listSig := uint64(0)
+	for j := range s.wrs[0] {
+		if s.wrs[0][j].Flags&verbs.SendSignaled != 0 {
+			listSig++
+		}
+	}
 	for n := 0; (duration && !ended()) || totC < tot || totR < tot; n++ {
 		if n&0x3FF == 0 {
 			if err := ctx.Err(); err != nil {
@@ -70,6 +77,13 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, size int, peak, serve
 				}
 				if _, err := e.qps[i].PostSend(s.wrs[i]); err != nil {
 					return sm, fmt.Errorf("Couldn't post send: qp %d scnt=%d: %w", i, s.scnt[i], err)
+				}
+				if pl == 1 {
+					if w.Flags&verbs.SendSignaled != 0 {
+						sig++
+					}
+				} else {
+					sig += listSig
 				}
 				if pl == 1 && small {
 					w.SGL[0].Addr = stepAddr(w.SGL[0].Addr, step, s.myAddr[i], wrap)
@@ -126,6 +140,9 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, size int, peak, serve
 			qi := wrQP(c.ID)
 			if c.Status != verbs.WCSuccess {
 				return sm, &errCompletion{wc: *c, scnt: totS, ccnt: totC}
+			}
+			if cqes++; cqes > sig {
+				return sm, unsignaledError(cqes, sig)
 			}
 			f := cqMod
 			if cfg.fillCount() && s.ccnt[qi]+cqMod > iters {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -245,6 +246,16 @@ func (e *endpoint) runBW(ctx context.Context, size int, peak bool) (samples, err
 	}
 	ne := 0
 	var st stall
+	// sig counts the signalled work requests posted, cqes the completions:
+	// a device that completes unsignalled ones (QEMU's pvrdma device model
+	// does) would make every completion count as cq_mod messages too many.
+	var sig, cqes uint64
+	listSig := uint64(0)
+	for j := range s.wrs[0] {
+		if s.wrs[0][j].Flags&verbs.SendSignaled != 0 {
+			listSig++
+		}
+	}
 	for totS < tot || totC < tot || (duration && dc.state.Load() != stateEnd) {
 		if err := ctx.Err(); err != nil {
 			return sm, err
@@ -271,6 +282,13 @@ func (e *endpoint) runBW(ctx context.Context, size int, peak bool) (samples, err
 				if _, err := qp.PostSend(wrs); err != nil {
 					s.scnt[i], s.mod[i] = scnt, mod
 					return sm, fmt.Errorf("Couldn't post send: qp %d scnt=%d || err=%w tx_depth=%d", i, scnt, err, cfg.TxDepth)
+				}
+				if pl == 1 {
+					if w.Flags&verbs.SendSignaled != 0 {
+						sig++
+					}
+				} else {
+					sig += listSig
 				}
 				if pl == 1 && small {
 					sge.Addr = stepAddr(sge.Addr, step, s.myAddr[i], wrap)
@@ -318,6 +336,9 @@ func (e *endpoint) runBW(ctx context.Context, size int, peak bool) (samples, err
 				if c.Status != verbs.WCSuccess {
 					return sm, &errCompletion{wc: *c, scnt: totS, ccnt: totC}
 				}
+				if cqes++; cqes > sig {
+					return sm, unsignaledError(cqes, sig)
+				}
 				f := cqMod
 				if fill && s.ccnt[qi]+cqMod > cfg.Iters {
 					f = cfg.Iters - s.ccnt[qi]
@@ -361,4 +382,14 @@ func (cfg *Config) fillCount() bool {
 		return cfg.Iters%uint64(cfg.TxDepth) != 0
 	}
 	return cfg.Iters%uint64(cfg.CQMod) != 0
+}
+
+// ErrUnsignaledCompletion: the device completed more work requests than
+// were signalled. The loops count a completion as cq_mod messages, as
+// perftest does, so the test cannot go on with a right count.
+var ErrUnsignaledCompletion = errors.New("the device completes unsignalled work requests")
+
+func unsignaledError(cqes, sig uint64) error {
+	return fmt.Errorf("%w: %d completions for %d signalled work requests; counting each as cq_mod messages would be wrong: run with -Q 1 (every work request signalled)",
+		ErrUnsignaledCompletion, cqes, sig)
 }

@@ -97,3 +97,61 @@ func TestStallCountsOnlyIdleWaits(t *testing.T) {
 		}
 	}
 }
+
+// A device that completes every work request, signalled or not, as QEMU's
+// pvrdma device model does.
+type chattyDevice struct{ verbs.Device }
+type chattyContext struct{ verbs.Context }
+type chattyPD struct{ verbs.PD }
+type chattyQP struct{ verbs.QP }
+
+func (d chattyDevice) Open() (verbs.Context, error) {
+	c, err := d.Device.Open()
+	return chattyContext{c}, err
+}
+
+func (c chattyContext) AllocPD() (verbs.PD, error) {
+	pd, err := c.Context.AllocPD()
+	return chattyPD{pd}, err
+}
+
+func (pd chattyPD) CreateQP(init verbs.QPInit) (verbs.QP, error) {
+	qp, err := pd.PD.CreateQP(init)
+	return chattyQP{qp}, err
+}
+
+func (q chattyQP) PostSend(wrs []verbs.SendWR) (int, error) {
+	var buf [16]verbs.SendWR
+	all := append(buf[:0], wrs...)
+	for i := range all {
+		all[i].Flags |= verbs.SendSignaled
+	}
+	return q.QP.PostSend(all)
+}
+
+// TestUnsignaledCompletionsFail: bandwidth tests count a completion as
+// cq_mod messages; on a device that completes unsignalled work requests
+// they fail with ErrUnsignaledCompletion instead of reporting a wrong
+// figure, and run right with -Q 1.
+func TestUnsignaledCompletionsFail(t *testing.T) {
+	dev := chattyDevice{device(t, emu.ProfileUnrestricted, 2)}
+	for _, bidir := range []bool{false, true} {
+		c := testConfig(Bandwidth, Send)
+		c.Size, c.CQMod, c.Bidirectional = 64, 100, bidir
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_, err := Run(ctx, normalize(c), dev, io.Discard, io.Discard)
+		cancel()
+		if !errors.Is(err, ErrUnsignaledCompletion) {
+			t.Errorf("bidirectional %v, cq_mod 100: %v, want ErrUnsignaledCompletion", bidir, err)
+		} else if msg := PerftestMessage(err); !strings.Contains(msg, "-Q 1") {
+			t.Errorf("message %q does not say what to do", msg)
+		}
+		c.CQMod = 1
+		ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+		_, err = Run(ctx, normalize(c), dev, io.Discard, io.Discard)
+		cancel()
+		if err != nil {
+			t.Errorf("bidirectional %v, -Q 1: %v", bidir, err)
+		}
+	}
+}
