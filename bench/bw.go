@@ -384,7 +384,7 @@ func (cfg *Config) fillCount() bool {
 	return cfg.Iters%uint64(cfg.CQMod) != 0
 }
 
-// ErrUnsignaledCompletion: the device completed more work requests than
+// ErrUnsignaledCompletion means the device completed more work requests than
 // were signalled. The loops count a completion as cq_mod messages, as
 // perftest does, so the test cannot go on with a right count.
 var ErrUnsignaledCompletion = errors.New("the device completes unsignalled work requests")

@@ -8,7 +8,7 @@ import (
 	"github.com/pvperf/pvperf/internal/clock"
 )
 
-// ErrStalled: a test waited longer than the stall timeout for a completion
+// ErrStalled means a test waited longer than the stall timeout for a completion
 // (or, in write_lat, for the peer's write) with work outstanding. perftest
 // waits for ever there; a device that never completes a work request (RNR
 // retries without end, a device model without the verb) would hang the test.

@@ -230,3 +230,6 @@ func WaitPeerClosed(c net.Conn, done <-chan struct{}) bool {
 	})
 	return closed
 }
+
+// SIGTERM is the termination signal, for os/signal.
+const SIGTERM = unix.SIGTERM

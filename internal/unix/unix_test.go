@@ -212,8 +212,7 @@ func TestWriteMasked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer Close(r)
-	defer Close(w)
+	defer func() { _ = Close(r); _ = Close(w) }()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	before := sigBlk(t)

@@ -418,7 +418,7 @@ summary() {
 	side_table
 	echo "checks: $pass passed, $fail failed, $skip skipped, $xfail expected failures (device model limits)"
 	echo "PVPERF-GUEST-SUMMARY-END"
-	echo "kernel messages since the setup (at most the last 30):"
+	echo "kernel messages of the RDMA drivers (at most the last 30):"
 	dmesg | grep -i -E 'pvrdma|vmxnet3|rdma' | tail -n 30 | sed 's/^/  | /'
 	verdict=PASS
 	[ "$fail" = 0 ] || verdict=FAIL

@@ -10,7 +10,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"syscall"
+
+	"github.com/pvperf/pvperf/internal/unix"
 )
 
 func main() {
@@ -26,7 +27,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: madmux -socket PATH [-netdev IFACE -ibdev DEV] [-ip PATH]")
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, unix.SIGTERM)
 	defer stop()
 	if err := run(ctx, cfg); err != nil {
 		log.Print(err)
