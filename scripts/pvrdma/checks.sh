@@ -123,7 +123,7 @@ info() {
 		sed 's|.*/gids/|  |'
 }
 
-# fresh_gid: adds a new IPv6 address to eth0 and prints the index of the
+# fresh_gid N: adds the IPv6 address fd77::N to eth0 and prints the index of the
 # GID the driver makes of it. QEMU's pvrdma keeps one address handle per
 # destination GID for all its guests' processes and protection domains
 # (hw/rdma/rdma_backend.c, create_ah and its ah_hash), so a UD test that
@@ -132,9 +132,8 @@ info() {
 # gets GIDs no test used before.
 GIDN=0
 fresh_gid() {
-	GIDN=$((GIDN + 1))
-	a=fd77::$GIDN
-	g=$(printf 'fd77:0000:0000:0000:0000:0000:0000:%04x' "$GIDN")
+	a=fd77::$1
+	g=$(printf 'fd77:0000:0000:0000:0000:0000:0000:%04x' "$1")
 	iproute2-ip -6 addr add "$a/64" dev eth0 nodad >&2 || return 1
 	i=0
 	while [ "$i" -lt 100 ]; do
@@ -154,7 +153,8 @@ fresh_gid() {
 check_ud() {
 	name=$1
 	shift
-	if ! x=$(fresh_gid); then
+	GIDN=$((GIDN + 1))
+	if ! x=$(fresh_gid "$GIDN"); then
 		record FAIL "$name" "no fresh GID"
 		return
 	fi
