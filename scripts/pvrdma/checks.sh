@@ -132,7 +132,7 @@ info() {
 # gets GIDs no test used before.
 GIDN=0
 fresh_gid() {
-	a=fd77::$1
+	a=fd77::$(printf %x "$1")
 	g=$(printf 'fd77:0000:0000:0000:0000:0000:0000:%04x' "$1")
 	iproute2-ip -6 addr add "$a/64" dev eth0 nodad >&2 || return 1
 	i=0
