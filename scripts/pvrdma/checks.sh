@@ -72,7 +72,7 @@ check_xfail() {
 		;;
 	esac
 	# pvperf says why: no progress, or a miscount it refused.
-	why_line=$(grep -h -m 1 -E 'no progress|unsignalled|not supported' /tmp/pair.client /tmp/pair.server 2>/dev/null | sed 's/^ *//')
+	why_line=$(grep -h -E 'no progress|unsignalled|not supported' /tmp/pair.client /tmp/pair.server 2>/dev/null | head -n 1 | sed 's/^ *//')
 	record_x "$name" "${why_line:-$PAIR_NOTE}"
 }
 
