@@ -123,17 +123,20 @@ info() {
 		sed 's|.*/gids/|  |'
 }
 
-# fresh_gid N: adds the IPv6 address fd77::N to eth0 and prints the index of the
-# GID the driver makes of it. QEMU's pvrdma keeps one address handle per
-# destination GID for all its guests' processes and protection domains
-# (hw/rdma/rdma_backend.c, create_ah and its ah_hash), so a UD test that
-# follows another to the same GID sends through an address handle of a
-# protection domain that is gone, and fails (LOC_QP_OP_ERR): every UD test
-# gets GIDs no test used before.
+# fresh_gid N: adds the link-local IPv6 address fe80::7700:N to eth0 and
+# prints the index of the GID the driver makes of it. QEMU's pvrdma keeps
+# one address handle per destination GID for all its guests' processes and
+# protection domains (hw/rdma/rdma_backend.c, create_ah and its ah_hash), so
+# a UD test that follows another to the same GID sends through an address
+# handle of a protection domain that is gone, and fails (LOC_QP_OP_ERR):
+# every UD test gets a GID no test used before. Link-local, because
+# libibverbs (perftest) finds the MAC address of a link-local GID in the GID
+# itself, and fails to create an address handle for a global address of its
+# own host ("Failed to create AH"); the device model ignores the MAC.
 GIDN=0
 fresh_gid() {
-	a=fd77::$(printf %x "$1")
-	g=$(printf 'fd77:0000:0000:0000:0000:0000:0000:%04x' "$1")
+	a=fe80::7700:$(printf %x "$1")
+	g=$(printf 'fe80:0000:0000:0000:0000:0000:7700:%04x' "$1")
 	iproute2-ip -6 addr add "$a/64" dev eth0 nodad >&2 || return 1
 	i=0
 	while [ "$i" -lt 100 ]; do
@@ -162,6 +165,26 @@ check_ud() {
 	shift 2
 	# shellcheck disable=SC2086
 	check_pair "$name" "$srv" "$cli" -d $DEV -x "$x" -F -c UD "$@"
+}
+
+# check_ud_lat NAME SERVER CLIENT ARG...: send_lat -c UD on a fresh GID.
+# Both sides send, to the one GID they share (the backend rxe0 delivers a
+# packet of this lab only when source and destination address are the
+# same): the second process to send gets QEMU's address handle of the first
+# one's PD, and fails (see fresh_gid). An expected failure.
+check_ud_lat() {
+	name=$1
+	shift
+	GIDN=$((GIDN + 1))
+	if ! x=$(fresh_gid "$GIDN"); then
+		record FAIL "$name" "no fresh GID"
+		return
+	fi
+	srv=$1 cli=$2
+	shift 2
+	# shellcheck disable=SC2086
+	check_xfail "$name" "both sides send to GID $x: QEMU's pvrdma gives the second sender the first one's address handle (hw/rdma/rdma_backend.c create_ah, ah_hash)" \
+		"$srv" "$cli" -d $DEV -x "$x" -F -c UD "$@"
 }
 
 check_conformance() {
@@ -250,7 +273,7 @@ run_tests() {
 		check_pair "$impl $t" "$sp$t" "$cp$t" $COMMON $opts
 	done
 	check_ud "$impl send_bw -c UD" "${sp}send_bw" "${cp}send_bw" $BW
-	check_ud "$impl send_lat -c UD" "${sp}send_lat" "${cp}send_lat" $LAT
+	check_ud_lat "$impl send_lat -c UD" "${sp}send_lat" "${cp}send_lat" $LAT
 	for t in write_bw write_lat read_bw read_lat atomic_bw atomic_lat; do
 		opts=$BW
 		case $t in *_lat) opts=$LAT ;; esac
@@ -311,8 +334,10 @@ check_interop() {
 		check_pair "interop $t: pvperf server, perftest client" "$PV/$t" "$PT/ib_$t" $COMMON $opts
 		# shellcheck disable=SC2086
 		check_pair "interop $t: perftest server, pvperf client" "$PT/ib_$t" "$PV/$t" $COMMON $opts
-		check_ud "interop $t -c UD: pvperf server, perftest client" "$PV/$t" "$PT/ib_$t" $opts
-		check_ud "interop $t -c UD: perftest server, pvperf client" "$PT/ib_$t" "$PV/$t" $opts
+		ud=check_ud
+		[ "$t" = send_lat ] && ud=check_ud_lat
+		$ud "interop $t -c UD: pvperf server, perftest client" "$PV/$t" "$PT/ib_$t" $opts
+		$ud "interop $t -c UD: perftest server, pvperf client" "$PT/ib_$t" "$PV/$t" $opts
 	done
 }
 
