@@ -172,9 +172,18 @@ for p in qemu-system-x86 cpio kmod gzip xz-utils make gcc iproute2 "linux-header
 	installed "$p" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-	echo "installing: ${missing[*]}"
 	[ "$(id -u)" -eq 0 ] || die "installing ${missing[*]} needs root"
+	# Fresh package lists first: stale ones may name a kernel whose
+	# headers the archive no longer has.
 	apt_update
+	kpkg=$(kernel_pkg)
+	[ -n "$kpkg" ] || die "cannot tell which kernel linux-image-amd64 depends on"
+	kver=${kpkg#linux-image-}
+	missing=()
+	for p in qemu-system-x86 cpio kmod gzip xz-utils make gcc iproute2 "linux-headers-$kver"; do
+		installed "$p" || missing+=("$p")
+	done
+	echo "installing: ${missing[*]}"
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
 		die "apt-get install ${missing[*]} failed"
 else
