@@ -38,7 +38,7 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, size int, peak, serve
 		sm.tposted[0] = clock.Now()
 	}
 	rwc := make([]verbs.WC, max(cfg.RxDepth, 1))
-	swc := make([]verbs.WC, 16)
+	swc := make([]verbs.WC, cfg.pollBatch())
 	cqMod := uint64(cfg.CQMod)
 	pl := uint64(cfg.PostList)
 	step := uint64(inc(size, e.cacheLine))
@@ -167,6 +167,7 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, size int, peak, serve
 	}
 	if duration {
 		sm.tposted[0], sm.tcompleted[0] = dc.start.Load(), dc.stop.Load()
+		sm.cpu = dc.cpuUtil()
 	} else {
 		sm.iters = tot
 		if !peak {

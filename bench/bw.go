@@ -27,6 +27,7 @@ type samples struct {
 	tposted    []int64
 	tcompleted []int64
 	iters      uint64 // messages counted (duration mode: in the sample window)
+	cpu        float32 // CPU use in the sample window (duration mode)
 }
 
 // durationClock drives perftest's SIGALRM state machine from a goroutine:
@@ -35,8 +36,14 @@ type durationClock struct {
 	state atomic.Uint32
 	start atomic.Int64
 	stop  atomic.Int64
-	done  chan struct{}
+	// cpu0 and cpu1 are /proc/stat's times at the start and the end of
+	// the sample window (read before done is closed).
+	cpu0, cpu1 cpuTimes
+	done       chan struct{}
 }
+
+// cpuUtil is the CPU use in the sample window; call it after done.
+func (d *durationClock) cpuUtil() float32 { return cpuUtil(d.cpu0, d.cpu1) }
 
 func startDuration(ctx context.Context, duration, margin int) *durationClock {
 	d := &durationClock{done: make(chan struct{})}
@@ -58,12 +65,14 @@ func startDuration(ctx context.Context, duration, margin int) *durationClock {
 		if !sleep(margin) {
 			return
 		}
+		d.cpu0 = readCPUTimes()
 		d.start.Store(clock.Now())
 		d.state.Store(stateSample)
 		if !sleep(duration - 2*margin) {
 			return
 		}
 		d.stop.Store(clock.Now())
+		d.cpu1 = readCPUTimes()
 		d.state.Store(stateStopSample)
 		if !sleep(margin) {
 			return
@@ -232,7 +241,7 @@ func (e *endpoint) runBW(ctx context.Context, size int, peak bool) (samples, err
 		sm.tcompleted = make([]int64, 1)
 	}
 	fill := cfg.fillCount()
-	wc := make([]verbs.WC, 16)
+	cqp := newPoller(cfg)
 	cqMod := uint64(cfg.CQMod)
 	pl := uint64(cfg.PostList)
 	step := uint64(inc(size, e.cacheLine))
@@ -319,7 +328,7 @@ func (e *endpoint) runBW(ctx context.Context, size int, peak bool) (samples, err
 				}
 			}
 			var err error
-			ne, err = e.scq.Poll(wc)
+			ne, err = cqp.poll(e.scq, totC)
 			if err != nil {
 				return sm, fmt.Errorf("poll CQ failed %w", err)
 			}
@@ -331,7 +340,7 @@ func (e *endpoint) runBW(ctx context.Context, size int, peak bool) (samples, err
 				st.busy()
 			}
 			for k := range ne {
-				c := &wc[k]
+				c := &cqp.wc[k]
 				qi := wrQP(c.ID)
 				if c.Status != verbs.WCSuccess {
 					return sm, &errCompletion{wc: *c, scnt: totS, ccnt: totC}
@@ -363,6 +372,7 @@ func (e *endpoint) runBW(ctx context.Context, size int, peak bool) (samples, err
 	}
 	if duration {
 		sm.tposted[0], sm.tcompleted[0] = dc.start.Load(), dc.stop.Load()
+		sm.cpu = dc.cpuUtil()
 	} else {
 		sm.iters = tot
 		if !peak {

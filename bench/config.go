@@ -160,6 +160,30 @@ type Config struct {
 	NoPeak        bool
 	MRPerQP       bool
 
+	// PollBatch is how many completions a bandwidth loop polls at once
+	// (perftest's cqe_poll: 16, 64 for many QPs with large messages, or
+	// --cqe_poll); DynamicPolling starts the batch at 1024 and adapts it
+	// during the first completions (perftest's dynamic CQE polling).
+	PollBatch      int
+	DynamicPolling bool
+	// PayloadFile is --payload_file_path: a file of comma-separated
+	// 32-bit words ("0xaabbccdd,...") whose bytes, little-endian, fill the
+	// buffers in place of random data.
+	PayloadFile string
+	// WaitDestroy is --wait_destroy: how long a bandwidth test waits,
+	// connection closed, before it destroys its resources.
+	WaitDestroy time.Duration
+	// OldPostSend is --use_old_post_send: the header says ibv_wr* API OFF.
+	// pvperf has one posting path, which builds the same work requests
+	// either way.
+	OldPostSend bool
+	// NoRelaxedOrdering is --disable_pcie_relaxed: memory regions are
+	// registered without relaxed ordering.
+	NoRelaxedOrdering bool
+	// ForceLink is --force-link: the link layer to assume in place of the
+	// port's (verbs.LinkUnspecified: the port's own).
+	ForceLink verbs.LinkLayer
+
 	// Reporting.
 	ReportGbits     bool
 	ReportBoth      bool
@@ -168,13 +192,16 @@ type Config struct {
 	ReportUnsorted  bool // -U
 	ReportHistogram bool // -H
 	CPUUtil         bool
-	CPUFreq         bool // -F
-	LimitBW         float64
-	LimitMsgRate    float64
-	JSON            bool
-	JSONFile        string
-	CSVFile         string // --out_csv: "" = none
-	HTMLFile        string // --out_html: "" = none
+	CPUFreq         bool    // -F
+	LimitBW         float64 // -w: fail below this BW
+	LimitMsgRate    float64 // -y: fail below this message rate
+	// LimitBWSet tells that -w was given, even as 0: perftest checks both
+	// limits only then.
+	LimitBWSet bool
+	JSON       bool
+	JSONFile   string
+	CSVFile    string // --out_csv: "" = none
+	HTMLFile   string // --out_html: "" = none
 	// PvperfVersion is pvperf's version, recorded in the results.
 	PvperfVersion string
 }

@@ -153,7 +153,26 @@ func (cfg *Config) mrAccess() verbs.Access {
 	case Atomic:
 		a |= verbs.AccessRemoteAtomic
 	}
+	if cfg.relaxedOrdering() {
+		a |= verbs.AccessRelaxedOrdering
+	}
 	return a
+}
+
+// relaxedOrdering tells whether memory regions are registered with relaxed
+// ordering: unless --disable_pcie_relaxed, and never for write_lat (whose
+// polling on the last byte of the buffer needs the writes in order).
+func (cfg *Config) relaxedOrdering() bool {
+	return !cfg.NoRelaxedOrdering && !(cfg.Test == Latency && (cfg.Verb == Write || cfg.Verb == WriteImm))
+}
+
+// pollBatch is the fixed CQE poll batch: perftest's CTX_POLL_BATCH unless
+// the configuration says otherwise.
+func (cfg *Config) pollBatch() int {
+	if cfg.PollBatch < 1 {
+		return 16
+	}
+	return cfg.PollBatch
 }
 
 func (cfg *Config) qpAccess() verbs.Access {
@@ -186,6 +205,16 @@ func (e *endpoint) setup(size int) error {
 		return fmt.Errorf("Couldn't allocate work buf: %w", err)
 	}
 	e.buf = e.mem.Bytes()
+	if cfg.PayloadFile != "" {
+		pattern, err := readPayload(cfg.PayloadFile, size)
+		if err != nil {
+			return fmt.Errorf("Failed to create MR: %w", err)
+		}
+		// write_lat polls on the last byte of a buffer that starts zeroed.
+		if !(cfg.Test == Latency && (cfg.Verb == Write || cfg.Verb == WriteImm)) {
+			fill(e.buf, pattern)
+		}
+	}
 	if e.mr, err = e.pd.RegMR(e.buf, cfg.mrAccess()); err != nil {
 		return fmt.Errorf("Couldn't allocate MR: %w", err)
 	}

@@ -52,6 +52,7 @@ func (l *latRun) finish() samples {
 	if l.duration {
 		<-l.dc.done
 		l.sm.tposted[0], l.sm.tcompleted[0] = l.dc.start.Load(), l.dc.stop.Load()
+		l.sm.cpu = l.dc.cpuUtil()
 	} else {
 		l.sm.iters = l.e.cfg.Iters
 	}

@@ -135,7 +135,7 @@ func (e *endpoint) runBWServer(ctx context.Context, r *receiver) (samples, error
 	tot := cfg.Iters * uint64(cfg.NumQPs)
 	duration := cfg.Duration > 0
 	sm := samples{tposted: make([]int64, 1), tcompleted: make([]int64, 1)}
-	wc := make([]verbs.WC, 16)
+	cqp := newPoller(cfg)
 	imm := cfg.Verb == SendImm || cfg.Verb == WriteImm
 	var rcnt uint64
 	var dc *durationClock
@@ -154,7 +154,7 @@ func (e *endpoint) runBWServer(ctx context.Context, r *receiver) (samples, error
 			}
 		}
 		for !duration || dc == nil || dc.state.Load() != stateEnd {
-			ne, err := e.rcq.Poll(wc)
+			ne, err := cqp.poll(e.rcq, rcnt)
 			if err != nil {
 				return sm, fmt.Errorf("Poll Receive CQ failed %w", err)
 			}
@@ -175,7 +175,7 @@ func (e *endpoint) runBWServer(ctx context.Context, r *receiver) (samples, error
 				}
 			}
 			for k := range ne {
-				c := &wc[k]
+				c := &cqp.wc[k]
 				qi := wrQP(c.ID)
 				if c.Status != verbs.WCSuccess {
 					return sm, &errCompletion{wc: *c, server: true, ccnt: r.rcnt[qi]}
@@ -198,6 +198,7 @@ func (e *endpoint) runBWServer(ctx context.Context, r *receiver) (samples, error
 	}
 	if duration {
 		sm.tposted[0], sm.tcompleted[0] = dc.start.Load(), dc.stop.Load()
+		sm.cpu = dc.cpuUtil()
 	} else {
 		sm.tcompleted[0] = clock.Now()
 		sm.iters = tot

@@ -37,8 +37,11 @@ type session struct {
 	cancel context.CancelCauseFunc
 	// ready, if set, learns the port a server listens on.
 	ready func(port int)
-	// bwLimit is the last BW row, checked against -w and -y.
-	bwLimit reports.BWResult
+	// bwLimit is the last BW row this side measured, checked against -w
+	// and -y; bwLimitSet tells there is one (a WRITE or READ server has
+	// none, and perftest's returns before its limit check).
+	bwLimit    reports.BWResult
+	bwLimitSet bool
 }
 
 // failure is an error whose text is already what perftest prints (on
@@ -93,7 +96,9 @@ func (s *session) run(ctx context.Context) (err error) {
 	if err := s.openDevice(); err != nil {
 		return err
 	}
+	outer := ctx
 	defer func() {
+		s.waitDestroy(outer)
 		if cerr := s.ep.close(); cerr != nil && err == nil {
 			err = fail(cerr, "Failed to destroy resources\n")
 		}
@@ -152,6 +157,22 @@ func (s *session) run(ctx context.Context) (err error) {
 	return s.checkLimits()
 }
 
+// waitDestroy is --wait_destroy: it keeps the resources for a while
+// before they are destroyed (perftest's destroy_ctx), or until ctx ends.
+func (s *session) waitDestroy(ctx context.Context) {
+	d := s.cfg.WaitDestroy
+	if d <= 0 {
+		return
+	}
+	s.printf(" Waiting %d seconds before releasing resources...\n", int64(d/time.Second))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
 // openDevice opens the device and applies perftest's checks that need it
 // (check_link, ctx_set_max_inline, ctx_set_out_reads, set_mtu).
 func (s *session) openDevice() error {
@@ -175,6 +196,11 @@ func (s *session) openDevice() error {
 	if e.port.State != verbs.PortActive {
 		return fail(nil, fmt.Sprintf(" Port number %d state is %s\n", cfg.IBPort, e.port.State),
 			" Couldn't set the link layer\n", " Couldn't get context for the device\n")
+	}
+	// --force-link replaces the port's link layer (perftest's
+	// set_link_layer).
+	if cfg.ForceLink != verbs.LinkUnspecified {
+		e.port.LinkLayer = cfg.ForceLink
 	}
 	if e.port.LinkLayer == verbs.LinkEthernet && e.gidIndex == -1 {
 		e.gidIndex = 0 // chosen later among the GIDs (perftest's get_best_gid_index)
@@ -463,7 +489,14 @@ func (s *session) fillTestInfo() {
 	ti.TxDepth = cfg.TxDepth
 	ti.RxDepth = cfg.RxDepth
 	ti.CQMod = cfg.CQMod
-	ti.DynamicCQEPoll = cfg.dynamicPolling()
+	ti.DynamicCQEPoll = cfg.DynamicPolling
+	ti.CQEPollBatch = cfg.pollBatch()
+	ti.WRAPI = !cfg.OldPostSend
+	ti.RelaxedOrdering = reports.Off
+	if cfg.relaxedOrdering() {
+		ti.RelaxedOrdering = reports.On
+		ti.RelaxedOrderingWarning = !relaxedOrderingCompliant()
+	}
 	ti.MTU = e.mtu.Bytes()
 	switch e.port.LinkLayer {
 	case verbs.LinkEthernet:
@@ -512,20 +545,6 @@ func (s *session) fillTestInfo() {
 	info.PerftestVersion = cfg.Version
 	info.Time = s.start
 	s.results = reports.Run{Info: info}
-}
-
-// dynamicPolling tells whether perftest would poll with a dynamic batch.
-func (cfg *Config) dynamicPolling() bool {
-	if cfg.Test != Bandwidth {
-		return false
-	}
-	if cfg.Duration == 0 && cfg.Iters < 3000 {
-		return false
-	}
-	if cfg.Bidirectional && (cfg.Verb == Send || cfg.Verb == SendImm || cfg.Verb == WriteImm) {
-		return false
-	}
-	return true
 }
 
 // handshake exchanges the key of QP i.
@@ -644,6 +663,14 @@ func (s *session) sizes() []int {
 	return out
 }
 
+// cpuOf is the CPU use of a run when --cpu_util asked for it.
+func (s *session) cpuOf(sm samples) float32 {
+	if !s.cfg.CPUUtil {
+		return 0
+	}
+	return sm.cpu
+}
+
 // bwResult turns the samples of a bandwidth run into perftest's numbers.
 func (s *session) bwResult(size int, sm samples, peak bool) (reports.BWResult, error) {
 	cfg := &s.cfg
@@ -652,6 +679,7 @@ func (s *session) bwResult(size int, sm samples, peak bool) (reports.BWResult, e
 		NoPeak: !peak, CQMod: cfg.CQMod, PostList: cfg.PostList,
 		Posted: sm.tposted, Completed: sm.tcompleted, Gbits: cfg.ReportGbits,
 	}
+	in.CPUUtil = s.cpuOf(sm)
 	if cfg.Duration == 0 {
 		in.Iters = cfg.Iters
 	}
@@ -813,7 +841,7 @@ func (s *session) runRDMABW(ctx context.Context) error {
 			return err
 		}
 	}
-	s.bwLimit = last
+	s.bwLimit, s.bwLimitSet = last, true
 	return s.closeConn()
 }
 
@@ -898,7 +926,7 @@ func (s *session) runSendBW(ctx context.Context) error {
 		}
 	}
 	s.resultLine()
-	s.bwLimit = last
+	s.bwLimit, s.bwLimitSet = last, true
 	return s.closeConn()
 }
 
@@ -911,14 +939,14 @@ func (s *session) latReport(size int, sm samples) error {
 	}
 	if cfg.Duration > 0 {
 		r := reports.ComputeLatencyDuration(reports.LatencyDurationInput{Size: uint64(size), Iters: sm.iters,
-			Start: sm.tposted[0], End: sm.tcompleted[0], RTTFactor: rtt})
+			Start: sm.tposted[0], End: sm.tcompleted[0], RTTFactor: rtt, CPUUtil: s.cpuOf(sm)})
 		_ = reports.WriteLatencyDurationReport(s.out, &s.ti, r)
 		s.json.AddLatencyDuration(r)
 		s.results.AddLatencyDuration(reports.SideLocal, r)
 		return nil
 	}
 	r, err := reports.ComputeLatency(reports.LatencyInput{Size: uint64(size), Iters: cfg.Iters,
-		Samples: reports.PostedDeltas(sm.tposted), RTTFactor: rtt, Cycles: cfg.Cycles})
+		Samples: reports.PostedDeltas(sm.tposted), RTTFactor: rtt, Cycles: cfg.Cycles, CPUUtil: s.cpuOf(sm)})
 	if err != nil {
 		return fail(err, " "+err.Error()+"\n")
 	}
@@ -1106,7 +1134,7 @@ func writeFile(name, format string, write func(io.Writer) error) error {
 // when -w is set too).
 func (s *session) checkLimits() error {
 	cfg := &s.cfg
-	if cfg.LimitBW <= 0 || cfg.Test != Bandwidth {
+	if !cfg.LimitBWSet || cfg.Test != Bandwidth || !s.bwLimitSet {
 		return nil
 	}
 	if s.bwLimit.Average < cfg.LimitBW {

@@ -67,6 +67,9 @@ const (
 	AccessMWBind       Access = 1 << 4
 	AccessZeroBased    Access = 1 << 5
 	AccessOnDemand     Access = 1 << 6
+	// AccessRelaxedOrdering is the first of the optional flags, which a
+	// device that does not know them ignores (IB_ACCESS_RELAXED_ORDERING).
+	AccessRelaxedOrdering Access = 1 << 20
 )
 
 func (a Access) String() string {
@@ -80,7 +83,10 @@ func (a Access) String() string {
 			parts = append(parts, n)
 		}
 	}
-	if rest := a &^ (1<<len(names) - 1); rest != 0 {
+	if a&AccessRelaxedOrdering != 0 {
+		parts = append(parts, "RELAXED_ORDERING")
+	}
+	if rest := a &^ (1<<len(names) - 1) &^ AccessRelaxedOrdering; rest != 0 {
 		parts = append(parts, fmt.Sprintf("%#x", uint32(rest)))
 	}
 	return strings.Join(parts, "|")

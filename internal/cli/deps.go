@@ -188,11 +188,11 @@ func (p *parser) forceDependencies() error {
 	// perftest's main only checks for the SEND verb here, not SEND_IMM.
 	if (!p.durationMode && c.Iters < 3000) || (bw && c.Bidirectional && p.verb == bench.Send) || lat {
 		fmt.Fprint(p.stdout, "Disabling dynamic polling\n")
-		p.ext.DynamicPolling = false
+		p.cfg.DynamicPolling = false
 	}
-	if !p.ext.DynamicPolling && !p.useCQEPoll && c.NumQPs > 2048 && c.Size > 8192 {
+	if !p.cfg.DynamicPolling && !p.useCQEPoll && c.NumQPs > 2048 && c.Size > 8192 {
 		fmt.Fprint(p.stdout, "Increasing CQE polling batch to 64\n")
-		p.ext.CQEPollBatch = 64
+		p.cfg.PollBatch = 64
 	}
 
 	c.Verb = p.verb

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/pvperf/pvperf/bench"
 )
 
 // RL is perftest's RESULT_LINE, for expected outputs.
@@ -13,13 +15,13 @@ const RL = resultLine
 const PF = parserExitLine
 
 type parsed struct {
-	opts   Options
+	opts   bench.Config
 	stdout string
 	stderr string
 	err    error
 }
 
-// parse runs ParseOptions for test with a command line written as one
+// parse runs Parse for test with a command line written as one
 // string (split on spaces).
 func parse(t *testing.T, test, cmdline string) parsed {
 	t.Helper()
@@ -29,7 +31,7 @@ func parse(t *testing.T, test, cmdline string) parsed {
 func parseArgs(t *testing.T, test string, args []string) parsed {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	o, err := ParseOptions(test, args, &out, &errOut)
+	o, err := Parse(test, args, &out, &errOut)
 	return parsed{opts: o, stdout: out.String(), stderr: errOut.String(), err: err}
 }
 

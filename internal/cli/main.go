@@ -34,7 +34,7 @@ func Main(test string, args []string, stdout, stderr io.Writer) int {
 
 // MainContext is Main with the caller's context.
 func MainContext(ctx context.Context, test string, args []string, stdout, stderr io.Writer) int {
-	opts, err := ParseOptions(test, args, stdout, stderr)
+	cfg, err := Parse(test, args, stdout, stderr)
 	if err != nil {
 		var f *Failure
 		if !errors.As(err, &f) && !errors.Is(err, ErrHelp) && !errors.Is(err, ErrVersion) {
@@ -42,12 +42,12 @@ func MainContext(ctx context.Context, test string, args []string, stdout, stderr
 		}
 		return 1
 	}
-	dev, ok := findDevice(opts.Device, stderr)
+	dev, ok := findDevice(cfg.Device, stderr)
 	if !ok {
 		return 1
 	}
-	opts.Config.PvperfVersion = Version
-	if _, err := bench.Run(ctx, opts.Config, dev, stdout, stderr); err != nil {
+	cfg.PvperfVersion = Version
+	if _, err := bench.Run(ctx, cfg, dev, stdout, stderr); err != nil {
 		fmt.Fprint(stderr, bench.PerftestMessage(err))
 		return 1
 	}

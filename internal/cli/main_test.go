@@ -90,3 +90,51 @@ func TestMainContextCanceled(t *testing.T) {
 		t.Errorf("status %d, stderr %q", s, errOut.String())
 	}
 }
+
+// TestMainOptionsReachTheEngine runs the emulator through Main: the
+// options the command line computes are the ones the run uses and the
+// header reports.
+func TestMainOptionsReachTheEngine(t *testing.T) {
+	t.Setenv(emu.EnvVar, "")
+	for _, c := range []struct {
+		args   string
+		status int
+		want   []string // lines of stdout (or stderr) that must be there
+		absent []string
+	}{
+		{"--loopback -n 5000 -s 64 --disable_dynamic_polling", 0, []string{" CQE Poll Batch  : 16"}, []string{"Dynamic"}},
+		{"--loopback -n 5000 -s 64", 0, []string{" CQE Poll Batch  : Dynamic"}, []string{"Disabling dynamic polling"}},
+		{"--loopback -n 200 -s 64 --cqe_poll=32", 0, []string{"Disabling dynamic polling", " CQE Poll Batch  : 32"}, nil},
+		{"--loopback -n 100 --disable_pcie_relaxed", 0, []string{" PCIe relax order: OFF"}, nil},
+		{"--loopback -n 100", 0, []string{" PCIe relax order: ON", " ibv_wr* API     : ON"}, nil},
+		{"--loopback -n 100 --use_old_post_send", 0, []string{" ibv_wr* API     : OFF"}, nil},
+		{"--loopback -n 100 -w 0 -y 1e12", 1, []string{"Error: Msg rate  is below msg_rate limit"}, nil},
+		{"--loopback -n 100 -y 1e12", 0, nil, []string{"Error:"}},
+		{"--loopback --payload_file_path=/nonexistent", 1, []string{" Failed to create MR: Failed to open '/nonexistent': no such file or directory",
+			" Couldn't create IB resources"}, nil},
+	} {
+		status, out, errOut := runMain(t, "write_bw", c.args)
+		all := out + errOut
+		if status != c.status {
+			t.Errorf("%s: status %d, want %d\n%s", c.args, status, c.status, all)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(all, w) {
+				t.Errorf("%s: no %q in\n%s", c.args, w, all)
+			}
+		}
+		for _, a := range c.absent {
+			if strings.Contains(all, a) {
+				t.Errorf("%s: %q in\n%s", c.args, a, all)
+			}
+		}
+	}
+	// One rule for dynamic polling: a bidirectional SEND with immediate
+	// data keeps it (perftest disables it for SEND only), and the engine
+	// polls as the header says.
+	status, out, errOut := runMain(t, "send_bw", "--loopback -b --send_with_imm -n 5000 -s 64")
+	if status != 0 || strings.Contains(out, "Disabling dynamic polling") || !strings.Contains(out, " CQE Poll Batch  : Dynamic") {
+		t.Errorf("send_bw -b --send_with_imm: status %d\n%s%s", status, out, errOut)
+	}
+}

@@ -350,7 +350,7 @@ func options() *optTable {
 	other("source_port", 'k', true, whyRawEth)
 	other("ethertype", 0, true, whyRawEth) // -Y: long form only
 	add(&opt{long: "limit_bw", short: 'w', arg: true, rel: relBW, set: func(p *parser, v string) error {
-		p.ext.LimitBWSet = true
+		p.cfg.LimitBWSet = true
 		p.cfg.LimitBW = strtof(v)
 		if p.cfg.LimitBW < 0 {
 			return p.parserFail(" Invalid Minimum BW Limit\n")
@@ -372,9 +372,9 @@ func options() *optTable {
 	add(&opt{long: "force-link", arg: true, set: func(p *parser, v string) error {
 		switch {
 		case len(v) >= 2 && strings.EqualFold(v[:2], "IB"):
-			p.ext.ForceLink = verbs.LinkInfiniBand
+			p.cfg.ForceLink = verbs.LinkInfiniBand
 		case len(v) >= 8 && strings.EqualFold(v[:8], "Ethernet"):
-			p.ext.ForceLink = verbs.LinkEthernet
+			p.cfg.ForceLink = verbs.LinkEthernet
 		default:
 			return p.parserFail("Invalid link layer value should be IB or ETHERNET.\n")
 		}
@@ -475,7 +475,7 @@ func options() *optTable {
 	unsup("dont_xchg_versions", 0, false,
 		"perftest 6.29 cannot run with it either: it then takes its peer for a version older than 5.70 and exits", nil)
 	add(&opt{long: "payload_file_path", arg: true, rel: relPayload, set: func(p *parser, v string) error {
-		p.ext.PayloadFile = v
+		p.cfg.PayloadFile = v
 		return nil
 	}})
 	for _, n := range []struct {
@@ -507,7 +507,7 @@ func options() *optTable {
 	unsup("odp", 0, false, "on-demand paging is not available in pvperf's verbs API", nil)
 	unsup("use_hugepages", 0, false, whyBuffers, nil)
 	add(&opt{long: "use_old_post_send", set: func(p *parser, _ string) error {
-		p.ext.UseOldPostSend = true
+		p.cfg.OldPostSend = true
 		return nil
 	}})
 	other("promiscuous", 0, false, whyRawEth)
@@ -529,7 +529,7 @@ func options() *optTable {
 	}})
 	add(&opt{long: "wait_destroy", arg: true, rel: relBW, set: func(p *parser, v string) error {
 		n, err := p.checkValue(v, "wait_destroy", "uint32_t")
-		p.ext.WaitDestroy = time.Duration(uint32(n)) * time.Second
+		p.cfg.WaitDestroy = time.Duration(uint32(n)) * time.Second
 		return err
 	}})
 	other("flows", 0, true, whyRawEth)
@@ -556,8 +556,10 @@ func options() *optTable {
 	}
 	other("log_dci_streams", 0, true, whyDC)
 	other("log_active_dci_streams", 0, true, whyDC)
-	add(&opt{long: "disable_pcie_relaxed", rel: relBW, noop: "pvperf never enables PCIe relaxed ordering",
-		set: func(*parser, string) error { return nil }})
+	add(&opt{long: "disable_pcie_relaxed", rel: relBW, set: func(p *parser, _ string) error {
+		p.cfg.NoRelaxedOrdering = true
+		return nil
+	}})
 	other("use_ooo", 0, false, whyMlx5+" (out-of-order placement)")
 	other("congest_type", 0, true, "hns vendor feature (congestion control)")
 	add(&opt{long: "bind_source_ip", arg: true, set: func(p *parser, v string) error {
@@ -590,16 +592,16 @@ func options() *optTable {
 		if poll < 1 {
 			return p.parserFail(" %s should be between %d and %d\n", "CQE Poll", 1, 65535)
 		}
-		p.ext.CQEPollBatch = poll
+		p.cfg.PollBatch = poll
 		p.useCQEPoll = true
-		p.ext.DynamicPolling = false
+		p.cfg.DynamicPolling = false
 		return nil
 	}})
 	other("tph_mem", 0, true, whyTPH)
 	other("cpu_id", 0, true, whyTPH)
 	other("ph", 0, true, whyTPH)
 	add(&opt{long: "disable_dynamic_polling", rel: relBW, set: func(p *parser, _ string) error {
-		p.ext.DynamicPolling = false
+		p.cfg.DynamicPolling = false
 		return nil
 	}})
 	other("sig_offload", 0, false, whyMlx5+" (signature offload)")

@@ -17,36 +17,6 @@ import (
 // defaultJSONFile is perftest's --out_json_file default.
 const defaultJSONFile = "perftest_out.json"
 
-// Options is the parsed command line: the engine's configuration plus the
-// settings bench.Config has no field for yet (see the package
-// documentation). Main passes Config to bench.Run.
-type Options struct {
-	bench.Config
-
-	// ForceLink is --force-link: the link layer to assume instead of the
-	// port's; verbs.LinkUnspecified means the port's own.
-	ForceLink verbs.LinkLayer
-	// WaitDestroy is --wait_destroy: how long to wait before destroying the
-	// test's resources.
-	WaitDestroy time.Duration
-	// UseOldPostSend is --use_old_post_send. pvperf has a single post path,
-	// so it only changes the header line " ibv_wr* API     : OFF".
-	UseOldPostSend bool
-	// DynamicPolling is perftest's dynamic CQE polling (header
-	// " CQE Poll Batch  : Dynamic"); when false, completions are polled
-	// CQEPollBatch at a time.
-	DynamicPolling bool
-	// CQEPollBatch is the number of completions polled at once: 16, 64 for
-	// many QPs with large messages, or --cqe_poll.
-	CQEPollBatch int
-	// PayloadFile is --payload_file_path: a file of comma-separated 32-bit
-	// words that fill the send buffers.
-	PayloadFile string
-	// LimitBWSet tells that -w was given (even as 0): perftest checks the
-	// -y message rate limit only then.
-	LimitBWSet bool
-}
-
 // Parse parses a perftest command line for test ("write_bw", ...), applies
 // perftest's defaults and derived adjustments, and returns the engine's
 // configuration. It writes what perftest's parser writes (warnings, usage,
@@ -54,15 +24,9 @@ type Options struct {
 // every outcome after which perftest exits: ErrHelp, ErrVersion, or a
 // *Failure (which wraps ErrUsage). It does not touch any device.
 func Parse(test string, args []string, stdout, stderr io.Writer) (bench.Config, error) {
-	o, err := ParseOptions(test, args, stdout, stderr)
-	return o.Config, err
-}
-
-// ParseOptions is Parse returning the settings bench.Config lacks as well.
-func ParseOptions(test string, args []string, stdout, stderr io.Writer) (Options, error) {
 	spec, ok := lookupTest(test)
 	if !ok {
-		return Options{}, fmt.Errorf("cli: unknown test %q (want one of %s)", test, strings.Join(Tests(), ", "))
+		return bench.Config{}, fmt.Errorf("cli: unknown test %q (want one of %s)", test, strings.Join(Tests(), ", "))
 	}
 	p := newParser(spec, test, stdout, stderr)
 	err := p.parse(args)
@@ -71,10 +35,9 @@ func ParseOptions(test string, args []string, stdout, stderr io.Writer) (Options
 		fmt.Fprint(p.stderr, parserExitLine)
 	}
 	if err != nil {
-		return Options{}, err
+		return bench.Config{}, err
 	}
-	p.ext.Config = p.cfg
-	return p.ext, nil
+	return p.cfg, nil
 }
 
 // testMethod is perftest's test_method.
@@ -96,7 +59,6 @@ type parser struct {
 	tbl            *optTable
 
 	cfg bench.Config
-	ext Options
 
 	seen map[string]bool // perftest's duplicate checker
 
@@ -165,8 +127,8 @@ func newParser(spec testSpec, prog string, stdout, stderr io.Writer) *parser {
 		c.AtomicType = bench.FetchAndAdd
 		c.Size = bench.DefaultAtomicSize
 	}
-	p.ext.DynamicPolling = true
-	p.ext.CQEPollBatch = 16
+	c.DynamicPolling = true
+	c.PollBatch = 16
 	return p
 }
 

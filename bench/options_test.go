@@ -1,0 +1,425 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pvperf/pvperf/emu"
+	"github.com/pvperf/pvperf/verbs"
+)
+
+// recorder is a device wrapper that records what the engine asks of the
+// device: the batch of every poll, the access and the contents of every
+// registered memory region.
+type recorder struct {
+	mu    sync.Mutex
+	polls []int
+	regs  []verbs.Access
+	bufs  [][]byte
+}
+
+func (r *recorder) pollSizes() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int(nil), r.polls...)
+}
+
+type recDevice struct {
+	verbs.Device
+	r *recorder
+}
+type recContext struct {
+	verbs.Context
+	r *recorder
+}
+type recPD struct {
+	verbs.PD
+	r *recorder
+}
+type recCQ struct {
+	verbs.CQ
+	r *recorder
+}
+
+func (d recDevice) Open() (verbs.Context, error) {
+	c, err := d.Device.Open()
+	return recContext{c, d.r}, err
+}
+
+func (c recContext) AllocPD() (verbs.PD, error) {
+	pd, err := c.Context.AllocPD()
+	return recPD{pd, c.r}, err
+}
+
+func (c recContext) CreateCQ(init verbs.CQInit) (verbs.CQ, error) {
+	cq, err := c.Context.CreateCQ(init)
+	return &recCQ{cq, c.r}, err
+}
+
+func (pd recPD) RegMR(b []byte, access verbs.Access) (verbs.MR, error) {
+	pd.r.mu.Lock()
+	pd.r.regs = append(pd.r.regs, access)
+	pd.r.bufs = append(pd.r.bufs, bytes.Clone(b))
+	pd.r.mu.Unlock()
+	return pd.PD.RegMR(b, access)
+}
+
+// CreateQP hands the device its own CQs.
+func (pd recPD) CreateQP(init verbs.QPInit) (verbs.QP, error) {
+	if c, ok := init.SendCQ.(*recCQ); ok {
+		init.SendCQ = c.CQ
+	}
+	if c, ok := init.RecvCQ.(*recCQ); ok {
+		init.RecvCQ = c.CQ
+	}
+	return pd.PD.CreateQP(init)
+}
+
+func (c *recCQ) Poll(wc []verbs.WC) (int, error) {
+	c.r.mu.Lock()
+	c.r.polls = append(c.r.polls, len(wc))
+	c.r.mu.Unlock()
+	return c.CQ.Poll(wc)
+}
+
+// runRecorded runs cfg on a recorded emulator and returns the recording
+// and the output.
+func runRecorded(t *testing.T, cfg Config) (*recorder, string) {
+	t.Helper()
+	r := &recorder{}
+	out := runLoop(t, recDevice{device(t, emu.ProfileUnrestricted, 2), r}, cfg)
+	return r, out
+}
+
+func headerLine(out, prefix string) string {
+	for l := range strings.SplitSeq(out, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestPollBatch: the CQE poll batch in the header is the one the loops
+// poll with: fixed (16, or --cqe_poll), or dynamic (from 1024 down to what
+// the polls return).
+func TestPollBatch(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		edit    func(c *Config)
+		header  string
+		allSize int // every poll asks for this many (0: dynamic)
+	}{
+		{"fixed default", func(c *Config) {}, " CQE Poll Batch  : 16", 16},
+		{"cqe_poll 32", func(c *Config) { c.PollBatch = 32 }, " CQE Poll Batch  : 32", 32},
+		{"dynamic", func(c *Config) { c.DynamicPolling, c.Iters = true, 4000 }, " CQE Poll Batch  : Dynamic", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := testConfig(Bandwidth, Write)
+			cfg.Size, cfg.CQMod = 64, 1
+			c.edit(&cfg)
+			r, out := runRecorded(t, cfg)
+			if got := headerLine(out, " CQE Poll Batch"); got != c.header {
+				t.Errorf("header %q, want %q", got, c.header)
+			}
+			polls := r.pollSizes()
+			if len(polls) == 0 {
+				t.Fatal("no polls")
+			}
+			if c.allSize != 0 {
+				for i, n := range polls {
+					if n != c.allSize {
+						t.Fatalf("poll %d asked for %d completions, want %d", i, n, c.allSize)
+					}
+				}
+				return
+			}
+			if polls[0] != dynPollMax {
+				t.Errorf("first dynamic poll asked for %d, want %d", polls[0], dynPollMax)
+			}
+			for i, n := range polls {
+				if n < dynPollMin || n > dynPollMax {
+					t.Fatalf("poll %d asked for %d, outside [%d, %d]", i, n, dynPollMin, dynPollMax)
+				}
+			}
+			if last := polls[len(polls)-1]; last == dynPollMax {
+				t.Errorf("the batch never adapted: polls %v...", polls[:min(len(polls), 20)])
+			}
+		})
+	}
+}
+
+// TestPollerAdapts follows perftest's poll_cq_adaptive step by step.
+func TestPollerAdapts(t *testing.T) {
+	cfg := Config{DynamicPolling: true, Iters: 400}
+	p := newPoller(&cfg)
+	if p.size != 1024 || p.until != 100 {
+		t.Fatalf("start: size %d until %d", p.size, p.until)
+	}
+	p.adapt(10) // far under the batch: halve towards what came
+	if p.size != 517 {
+		t.Fatalf("after 10 of 1024: %d, want 517", p.size)
+	}
+	for _, want := range []int{263, 136, 73, 41, 25, 17, 16, 16} {
+		if p.adapt(10); p.size != want {
+			t.Fatalf("size %d, want %d", p.size, want)
+		}
+	}
+	if p.size != dynPollMin {
+		t.Fatalf("shrinks to the minimum: %d", p.size)
+	}
+	p.adapt(14) // within the threshold of 16: kept; the next equal ones count
+	for i := range dynPollStabilize {
+		if !p.dynamic {
+			t.Fatalf("stopped adapting after %d equal polls", i)
+		}
+		p.adapt(14)
+	}
+	if p.dynamic {
+		t.Error("still adapting after 10 equal polls")
+	}
+}
+
+// TestRelaxedOrdering: memory regions carry relaxed ordering unless
+// --disable_pcie_relaxed (and never for write_lat), as the header says.
+func TestRelaxedOrdering(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		ro   bool
+	}{
+		{"write_bw", testConfig(Bandwidth, Write), true},
+		{"write_bw disabled", func() Config { c := testConfig(Bandwidth, Write); c.NoRelaxedOrdering = true; return c }(), false},
+		{"write_lat", testConfig(Latency, Write), false},
+		{"send_lat", testConfig(Latency, Send), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, out := runRecorded(t, c.cfg)
+			want := " PCIe relax order: OFF"
+			if c.ro {
+				want = " PCIe relax order: ON"
+			}
+			if got := headerLine(out, " PCIe relax order"); !strings.HasPrefix(got, want) {
+				t.Errorf("header %q, want %q", got, want)
+			}
+			if len(r.regs) == 0 {
+				t.Fatal("no memory registered")
+			}
+			for _, a := range r.regs {
+				if (a&verbs.AccessRelaxedOrdering != 0) != c.ro {
+					t.Errorf("registered with %v", a)
+				}
+			}
+		})
+	}
+}
+
+// TestOldPostSend: --use_old_post_send is what the header reports.
+func TestOldPostSend(t *testing.T) {
+	cfg := testConfig(Bandwidth, Write)
+	cfg.OldPostSend = true
+	out := runLoop(t, device(t, emu.ProfileUnrestricted, 2), cfg)
+	if got := headerLine(out, " ibv_wr* API"); !strings.HasPrefix(got, " ibv_wr* API     : OFF") {
+		t.Errorf("header %q", got)
+	}
+}
+
+// TestPayloadFile: the buffers hold the file's words, little-endian,
+// repeated; write_lat keeps its zeroed buffer; a missing file fails.
+func TestPayloadFile(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "payload.txt")
+	if err := os.WriteFile(name, []byte("0x11223344,0xaabbccdd\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := []byte{0x44, 0x33, 0x22, 0x11, 0xdd, 0xcc, 0xbb, 0xaa}
+
+	cfg := testConfig(Bandwidth, Send)
+	cfg.PayloadFile = name
+	r, _ := runRecorded(t, cfg)
+	if len(r.bufs) == 0 {
+		t.Fatal("no memory registered")
+	}
+	for _, b := range r.bufs {
+		if len(b) < len(want) || !bytes.Equal(b[:len(want)], want) {
+			t.Fatalf("buffer starts % x, want % x", b[:min(len(b), 8)], want)
+		}
+		for i := range b {
+			if b[i] != want[i%len(want)] {
+				t.Fatalf("byte %d is %#x, want %#x", i, b[i], want[i%len(want)])
+			}
+		}
+	}
+
+	cfg = testConfig(Latency, Write)
+	cfg.PayloadFile = name
+	r, _ = runRecorded(t, cfg)
+	for _, b := range r.bufs {
+		if !bytes.Equal(b, make([]byte, len(b))) {
+			t.Fatal("write_lat buffer is not zeroed")
+		}
+	}
+
+	cfg = testConfig(Bandwidth, Send)
+	cfg.PayloadFile = filepath.Join(dir, "missing.txt")
+	var out, errOut bytes.Buffer
+	_, err := Run(context.Background(), normalize(cfg), device(t, emu.ProfileUnrestricted, 2), &out, &errOut)
+	if err == nil {
+		t.Fatal("a missing payload file was accepted")
+	}
+	if msg := PerftestMessage(err); !strings.Contains(msg, "Failed to open '"+cfg.PayloadFile+"'") {
+		t.Errorf("message %q", msg)
+	}
+}
+
+func TestParsePayload(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		size int
+		want []byte
+		err  string
+	}{
+		{"0x01020304", 8, []byte{4, 3, 2, 1}, ""},
+		{"0x01020304,0x0a0b0c0d", 6, []byte{4, 3, 2, 1, 0xd, 0xc}, ""},
+		{",,0x01020304,\n0x05060708\n", 64, []byte{4, 3, 2, 1, 8, 7, 6, 5}, ""},
+		{"0x01020304\n", 8, nil, "Failed to parse DWORD number: 0"},
+		{"0x01020304,0x123", 8, nil, "Failed to parse DWORD number: 1"},
+		{"0x0102030g", 8, nil, "Invalid hex char in DWORD number: 0"},
+		{"", 8, nil, "Payload size should be greater than 0"},
+		{",,,", 8, nil, "Failed to parse DWORD number: 0"},
+	} {
+		got, err := parsePayload([]byte(c.in), c.size)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, ErrPayload) {
+				t.Errorf("%q: err %v, want %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil || !bytes.Equal(got, c.want) {
+			t.Errorf("%q: % x, %v; want % x", c.in, got, err, c.want)
+		}
+	}
+}
+
+func FuzzParsePayload(f *testing.F) {
+	f.Add([]byte("0x11223344,0xaabbccdd\n"), 16)
+	f.Add([]byte(",0x1,"), 3)
+	f.Fuzz(func(t *testing.T, b []byte, size int) {
+		size = size%4096 + 1
+		if size < 1 {
+			size = -size + 1
+		}
+		p, err := parsePayload(b, size)
+		if err == nil && (len(p) == 0 || len(p) > size) {
+			t.Fatalf("payload of %d bytes for size %d", len(p), size)
+		}
+	})
+}
+
+// TestWaitDestroy: --wait_destroy says so and keeps the resources that
+// long.
+func TestWaitDestroy(t *testing.T) {
+	cfg := testConfig(Bandwidth, Write)
+	cfg.WaitDestroy = time.Second
+	start := time.Now()
+	out := runLoop(t, device(t, emu.ProfileUnrestricted, 2), cfg)
+	if !strings.Contains(out, " Waiting 1 seconds before releasing resources...\n") {
+		t.Errorf("no waiting line in:\n%s", out)
+	}
+	if d := time.Since(start); d < time.Second {
+		t.Errorf("the run took %v, less than the wait", d)
+	}
+}
+
+// TestForceLink: --force-link=IB on the emulator's Ethernet port makes
+// the header say IB and the QPs address their peer without a GID, which
+// RoCE refuses at RTR, as a real RoCE device does with perftest.
+func TestForceLink(t *testing.T) {
+	dev := device(t, emu.ProfileUnrestricted, 2)
+	cfg := testConfig(Bandwidth, Write)
+	out := runLoop(t, dev, cfg)
+	if got := headerLine(out, " Link type"); got != " Link type       : Ethernet" || !strings.Contains(out, " GID: ") {
+		t.Fatalf("without --force-link: %q\n%s", got, out)
+	}
+	cfg.ForceLink = verbs.LinkInfiniBand
+	var o bytes.Buffer
+	_, err := Run(context.Background(), normalize(cfg), dev, &o, &bytes.Buffer{})
+	if got := headerLine(o.String(), " Link type"); got != " Link type       : IB" {
+		t.Errorf("with --force-link=IB: %q", got)
+	}
+	if err == nil || !strings.Contains(PerftestMessage(err), "global route header") {
+		t.Errorf("with --force-link=IB on RoCE: %v", err)
+	}
+}
+
+// TestLimits: -w and -y fail the run below the limit; -y is checked only
+// when -w is given, even as -w 0 (perftest's rule).
+func TestLimits(t *testing.T) {
+	dev := device(t, emu.ProfileUnrestricted, 2)
+	run := func(edit func(c *Config)) error {
+		cfg := testConfig(Bandwidth, Write)
+		edit(&cfg)
+		_, err := Run(context.Background(), normalize(cfg), dev, &bytes.Buffer{}, &bytes.Buffer{})
+		return err
+	}
+	if err := run(func(c *Config) { c.LimitMsgRate = 1e12 }); err != nil {
+		t.Errorf("-y alone: %v (perftest does not check it)", err)
+	}
+	err := run(func(c *Config) { c.LimitBWSet, c.LimitMsgRate = true, 1e12 })
+	if err == nil || !strings.Contains(PerftestMessage(err), "Msg rate  is below msg_rate limit") {
+		t.Errorf("-w 0 -y 1e12: %v", err)
+	}
+	err = run(func(c *Config) { c.LimitBWSet, c.LimitBW = true, 1e12 })
+	if err == nil || !strings.Contains(PerftestMessage(err), "BW result is below bw limit") {
+		t.Errorf("-w 1e12: %v", err)
+	}
+	if err := run(func(c *Config) { c.LimitBWSet, c.LimitBW, c.LimitMsgRate = true, 1, 1e-6 }); err != nil {
+		t.Errorf("limits met: %v", err)
+	}
+}
+
+// TestCPUUtil: with --cpu_util in duration mode, the CPU_Util column is
+// the share of user time in /proc/stat over the sample window; the polling
+// thread spins in user mode all along, so it is above 0.
+func TestCPUUtil(t *testing.T) {
+	if _, err := os.Stat("/proc/stat"); err != nil {
+		t.Skip("no /proc/stat")
+	}
+	cfg := testConfig(Bandwidth, Write)
+	cfg.Duration, cfg.Margin, cfg.CPUUtil, cfg.NoPeak = 2, 0, true, true
+	out := runLoop(t, device(t, emu.ProfileUnrestricted, 2), cfg)
+	var row []string
+	for l := range strings.SplitSeq(out, "\n") {
+		if f := strings.Fields(l); len(f) == 6 && f[0] == "65536" {
+			row = f
+		}
+	}
+	if row == nil || !strings.Contains(out, "CPU_Util[%]") {
+		t.Fatalf("no CPU_Util column in:\n%s", out)
+	}
+	v, err := strconv.ParseFloat(row[5], 64)
+	if err != nil || v <= 0 || v > 100 {
+		t.Errorf("CPU_Util %q", row[5])
+	}
+}
+
+func TestParseCPUTimes(t *testing.T) {
+	c := parseCPUTimes([]byte("cpu  100 5 20 1000 3 0 1 0 0 0\ncpu0 1 2 3 4\n"))
+	if !c.ok || c.user != 100 || c.idle != 1000 {
+		t.Errorf("%+v", c)
+	}
+	if parseCPUTimes([]byte("intr 1 2 3\n")).ok {
+		t.Error("accepted a file without the cpu line")
+	}
+	if got := cpuUtil(cpuTimes{100, 1000, true}, cpuTimes{150, 1150, true}); got != 25 {
+		t.Errorf("cpuUtil = %v, want 25", got)
+	}
+}
