@@ -26,7 +26,7 @@ const (
 type samples struct {
 	tposted    []int64
 	tcompleted []int64
-	iters      uint64 // messages counted (duration mode: in the sample window)
+	iters      uint64  // messages counted (duration mode: in the sample window)
 	cpu        float32 // CPU use in the sample window (duration mode)
 }
 

@@ -140,7 +140,6 @@ type Config struct {
 	Iters         uint64 // -n
 	Duration      int    // -D seconds; 0 = iteration mode
 	Margin        int    // -f seconds
-	RunInfinitely bool
 	TxDepth       int
 	RxDepth       int
 	CQMod         int
@@ -158,7 +157,6 @@ type Config struct {
 	WarmUp        bool
 	LatencyGap    int // --latency_gap in microseconds
 	NoPeak        bool
-	MRPerQP       bool
 
 	// PollBatch is how many completions a bandwidth loop polls at once
 	// (perftest's cqe_poll: 16, 64 for many QPs with large messages, or
@@ -192,7 +190,6 @@ type Config struct {
 	ReportUnsorted  bool // -U
 	ReportHistogram bool // -H
 	CPUUtil         bool
-	CPUFreq         bool    // -F
 	LimitBW         float64 // -w: fail below this BW
 	LimitMsgRate    float64 // -y: fail below this message rate
 	// LimitBWSet tells that -w was given, even as 0: perftest checks both

@@ -25,13 +25,14 @@ type endpoint struct {
 	attr verbs.DeviceAttr
 	port verbs.PortAttr
 
-	gidIndex int       // -1: no GRH (InfiniBand without -x)
-	autoGID  bool      // choose gidIndex among the port's GIDs
-	gid      verbs.GID // the GID at gidIndex
-	gidType  verbs.GIDType
-	mtu      verbs.MTU // effective path MTU
-	inline   int       // effective max inline data
-	outReads int       // effective outstanding reads/atomics
+	gidIndex  int       // -1: no GRH (InfiniBand without -x)
+	autoGID   bool      // choose gidIndex among the port's GIDs
+	gid       verbs.GID // the GID at gidIndex
+	gidType   verbs.GIDType
+	mtu       verbs.MTU // effective path MTU
+	inline    int       // effective max inline data
+	outReads  int       // effective outstanding reads/atomics
+	pkeyIndex int       // --pkey_index within the device's P_Key table
 
 	pageSize  int // cycle_buffer: max of both sides' page size
 	cacheLine int // max of both sides' cache line size
@@ -272,7 +273,7 @@ func (e *endpoint) setup(size int) error {
 }
 
 func (e *endpoint) toInit(q verbs.QP) error {
-	a := verbs.QPAttr{State: verbs.StateInit, PKeyIndex: uint16(e.cfg.PKeyIndex), Port: uint8(e.cfg.IBPort)}
+	a := verbs.QPAttr{State: verbs.StateInit, PKeyIndex: uint16(e.pkeyIndex), Port: uint8(e.cfg.IBPort)}
 	mask := verbs.AttrState | verbs.AttrPKeyIndex | verbs.AttrPort
 	if e.cfg.Connection == verbs.UD {
 		a.QKey = defQKey

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pvperf/pvperf/emu"
+	"github.com/pvperf/pvperf/internal/clock"
 	"github.com/pvperf/pvperf/verbs"
 )
 
@@ -20,10 +21,13 @@ import (
 // device: the batch of every poll, the access and the contents of every
 // registered memory region.
 type recorder struct {
-	mu    sync.Mutex
-	polls []int
-	regs  []verbs.Access
-	bufs  [][]byte
+	mu     sync.Mutex
+	polls  []int
+	regs   []verbs.Access
+	bufs   [][]byte
+	modify []verbs.QPAttr // every Modify's attributes
+	sends  int            // work requests posted
+	recvs  []int          // length of every PostRecv list
 }
 
 func (r *recorder) pollSizes() []int {
@@ -80,7 +84,38 @@ func (pd recPD) CreateQP(init verbs.QPInit) (verbs.QP, error) {
 	if c, ok := init.RecvCQ.(*recCQ); ok {
 		init.RecvCQ = c.CQ
 	}
-	return pd.PD.CreateQP(init)
+	qp, err := pd.PD.CreateQP(init)
+	if err != nil {
+		return nil, err
+	}
+	return &recQP{qp, pd.r}, nil
+}
+
+type recQP struct {
+	verbs.QP
+	r *recorder
+}
+
+func (q *recQP) Modify(attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
+	q.r.mu.Lock()
+	q.r.modify = append(q.r.modify, *attr)
+	q.r.mu.Unlock()
+	return q.QP.Modify(attr, mask)
+}
+
+func (q *recQP) PostSend(wrs []verbs.SendWR) (int, error) {
+	n, err := q.QP.PostSend(wrs)
+	q.r.mu.Lock()
+	q.r.sends += n
+	q.r.mu.Unlock()
+	return n, err
+}
+
+func (q *recQP) PostRecv(wrs []verbs.RecvWR) (int, error) {
+	q.r.mu.Lock()
+	q.r.recvs = append(q.r.recvs, len(wrs))
+	q.r.mu.Unlock()
+	return q.QP.PostRecv(wrs)
 }
 
 func (c *recCQ) Poll(wc []verbs.WC) (int, error) {
@@ -421,5 +456,78 @@ func TestParseCPUTimes(t *testing.T) {
 	}
 	if got := cpuUtil(cpuTimes{100, 1000, true}, cpuTimes{150, 1150, true}); got != 25 {
 		t.Errorf("cpuUtil = %v, want 25", got)
+	}
+}
+
+// TestQPAttributes: -u, -S, --tclass, --flow_label and --dlid reach the
+// attributes the QPs are moved to RTR and RTS with.
+func TestQPAttributes(t *testing.T) {
+	cfg := testConfig(Bandwidth, Write)
+	cfg.QPTimeout, cfg.SL, cfg.TClass, cfg.FlowLabel, cfg.DLID = 20, 3, 96, []int{77}, 9
+	r, _ := runRecorded(t, cfg)
+	var rtr, rts int
+	for _, a := range r.modify {
+		switch a.State {
+		case verbs.StateRTR:
+			rtr++
+			ah := a.AH
+			if ah.SL != 3 || ah.DLID != 9 || ah.GRH.TrafficClass != 96 || ah.GRH.FlowLabel != 77 || !ah.IsGlobal {
+				t.Errorf("RTR address %+v", ah)
+			}
+		case verbs.StateRTS:
+			rts++
+			if a.Timeout != 20 {
+				t.Errorf("RTS timeout %d, want 20", a.Timeout)
+			}
+		}
+	}
+	if rtr == 0 || rts == 0 {
+		t.Fatalf("%d RTR and %d RTS transitions", rtr, rts)
+	}
+}
+
+// TestWarmUpPosts: --perform_warm_up posts a burst of tx_depth work
+// requests before the measured ones.
+func TestWarmUpPosts(t *testing.T) {
+	cfg := testConfig(Bandwidth, Write)
+	cfg.Iters, cfg.TxDepth = 200, 32
+	r, _ := runRecorded(t, cfg)
+	cfg.WarmUp = true
+	w, _ := runRecorded(t, cfg)
+	if w.sends != r.sends+32 {
+		t.Errorf("%d work requests with the warm-up, %d without: want %d more", w.sends, r.sends, 32)
+	}
+}
+
+// TestRecvPostList: --recv_post_list posts receives in lists of that
+// length.
+func TestRecvPostList(t *testing.T) {
+	cfg := testConfig(Bandwidth, Send)
+	cfg.Iters = 200
+	r, _ := runRecorded(t, cfg)
+	cfg.RecvPostList = 4
+	l, _ := runRecorded(t, cfg)
+	longest := func(r *recorder) int {
+		m := 0
+		for _, n := range r.recvs {
+			m = max(m, n)
+		}
+		return m
+	}
+	if longest(r) != 1 || longest(l) != 4 {
+		t.Errorf("receive lists of up to %d without, %d with --recv_post_list=4", longest(r), longest(l))
+	}
+}
+
+// TestDurationMargin: -f delays the measured window of -D by the margin.
+func TestDurationMargin(t *testing.T) {
+	t0 := clock.Now()
+	d := startDuration(context.Background(), 3, 1)
+	<-d.done
+	if got := time.Duration(d.start.Load() - t0); got < time.Second {
+		t.Errorf("the window started %v after the run, before the 1 s margin", got)
+	}
+	if got := time.Duration(d.stop.Load() - d.start.Load()); got < time.Second {
+		t.Errorf("the window lasted %v, less than duration - 2*margin", got)
 	}
 }

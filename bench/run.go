@@ -36,7 +36,8 @@ func Run(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Write
 	if cfg.Loopback {
 		return runLoopback(ctx, cfg, dev, out, errOut)
 	}
-	s := &session{cfg: cfg, server: cfg.Server == "", dev: dev, out: out, errOut: errOut}
+	listens := cfg.Server == ""
+	s := &session{cfg: cfg, listens: listens, server: listens != cfg.Reversed, dev: dev, out: out, errOut: errOut}
 	err := s.run(ctx)
 	return s.results, err
 }
@@ -56,7 +57,7 @@ func runLoopback(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 	scfg.CSVFile = ""
 	scfg.HTMLFile = ""
 	port := make(chan int, 1)
-	srv := &session{cfg: scfg, server: true, dev: dev, out: io.Discard, errOut: io.Discard,
+	srv := &session{cfg: scfg, listens: true, server: !cfg.Reversed, dev: dev, out: io.Discard, errOut: io.Discard,
 		ready: func(p int) { port <- p }}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.run(ctx) }()
@@ -71,7 +72,7 @@ func runLoopback(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 	ccfg.Port = p
 	ccfg.IPv6Addr = false
 	ccfg.BindSourceIP = ""
-	cli := &session{cfg: ccfg, dev: dev, out: out, errOut: errOut}
+	cli := &session{cfg: ccfg, server: cfg.Reversed, dev: dev, out: out, errOut: errOut}
 	err := cli.run(ctx)
 	if err != nil {
 		cancel()

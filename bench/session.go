@@ -20,16 +20,20 @@ import (
 
 // session is one side of a test: perftest's main for one binary.
 type session struct {
-	cfg    Config
-	server bool
-	dev    verbs.Device
-	out    io.Writer
-	errOut io.Writer
-	conn   *oob.Conn
-	ep     *endpoint
-	ti     reports.TestInfo
-	kf     oob.KeyFormat
-	json   reports.JSONReport
+	cfg Config
+	// listens tells the side that listens for the out-of-band connection;
+	// server is the side that receives the test's traffic (perftest's
+	// machine == SERVER): the same, unless --reversed swaps them.
+	listens bool
+	server  bool
+	dev     verbs.Device
+	out     io.Writer
+	errOut  io.Writer
+	conn    *oob.Conn
+	ep      *endpoint
+	ti      reports.TestInfo
+	kf      oob.KeyFormat
+	json    reports.JSONReport
 	// results is the run in pvperf's results model (JSON, CSV, HTML).
 	results reports.Run
 	start   time.Time
@@ -240,6 +244,13 @@ func (s *session) openDevice() error {
 	} else {
 		e.outReads = 1
 	}
+	// P_Key index (ctx_chk_pkey_index): beyond the table, index 0.
+	e.pkeyIndex = cfg.PKeyIndex
+	if e.pkeyIndex > 0 && e.pkeyIndex > e.attr.MaxPKeys-1 {
+		s.printf("%s", reports.ResultLine)
+		fmt.Fprintf(s.errOut, " Specified PKey Index, %d, greater than allowed max, %d\n Changing to 0\n", e.pkeyIndex, e.attr.MaxPKeys-1)
+		e.pkeyIndex = 0
+	}
 	// MTU (set_mtu).
 	e.mtu = e.port.ActiveMTU
 	if cfg.MTU != 0 {
@@ -263,7 +274,7 @@ func (s *session) connect(ctx context.Context) error {
 	occfg := oob.Config{Version: cfg.Version, Timeout: cfg.PeerTimeout}
 	addr := oob.Addr{Port: cfg.Port, BindSourceIP: cfg.BindSourceIP, IPv6: cfg.IPv6Addr}
 	var err error
-	if s.server {
+	if s.listens {
 		var ln *oob.Listener
 		ln, err = oob.Listen(ctx, addr)
 		if err == nil {
@@ -408,8 +419,6 @@ func (s *session) params() oob.Params {
 	case cfg.AllSizes:
 		p.TestMethod = oob.RunAll
 		p.Size = MaxSize
-	case cfg.RunInfinitely:
-		p.TestMethod = oob.RunInfinitely
 	}
 	if cfg.ReportGbits {
 		p.ReportFmt = oob.GBS
@@ -724,7 +733,7 @@ func (s *session) resultLine() {
 // peakOn tells whether the BW peak is measured on this side.
 func (s *session) peakOn() bool {
 	cfg := &s.cfg
-	return !cfg.NoPeak && cfg.Duration == 0 && !cfg.RunInfinitely && cfg.Iters <= 20000
+	return !cfg.NoPeak && cfg.Duration == 0 && cfg.Iters <= 20000
 }
 
 // runErr turns a loop error into perftest's report.
@@ -769,13 +778,9 @@ func (s *session) runRDMABW(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if cfg.RunInfinitely {
-			_ = reports.WriteClientClosedConnection(s.out)
-		} else {
-			_ = reports.WriteBWReport(s.out, &s.ti, rem, nil)
-			s.json.AddBW(&s.ti, rem, nil)
-			s.results.AddBW(reports.SideRemote, rem, cfg.ReportGbits)
-		}
+		_ = reports.WriteBWReport(s.out, &s.ti, rem, nil)
+		s.json.AddBW(&s.ti, rem, nil)
+		s.results.AddBW(reports.SideRemote, rem, cfg.ReportGbits)
 		if err := s.closeConn(); err != nil {
 			return err
 		}

@@ -40,7 +40,7 @@ func (p *parser) forceDependencies() error {
 	if p.verb == bench.Write {
 		c.RxDepth = 1
 	}
-	if p.method != runInfinitely && !p.durationMode {
+	if !p.durationMode {
 		if uint64(c.TxDepth) > c.Iters {
 			c.TxDepth = int(c.Iters)
 		}
@@ -138,20 +138,6 @@ func (p *parser) forceDependencies() error {
 		p.noPeak(true)
 	}
 
-	if p.method == runInfinitely {
-		p.noPeak(bw)
-		p.durationMode = true
-		switch {
-		case c.Events:
-			return p.depErr(" run_infinitely does not support events feature yet.\n")
-		case lat:
-			return p.depErr(" run_infinitely exists only in BW tests for now.\n")
-		case c.Bidirectional && recv:
-			return p.depErr(" run_infinitely mode is not supported in SEND, SEND_IMM or WRITE_IMM " +
-				"Bidirectional BW test\n")
-		}
-	}
-
 	if c.Events && p.verb == bench.Write {
 		return p.depErr(" Events feature not available on WRITE verb\n")
 	}
@@ -198,7 +184,6 @@ func (p *parser) forceDependencies() error {
 	c.Verb = p.verb
 	c.SizeGiven = p.reqSize
 	c.AllSizes = p.method == runAll
-	c.RunInfinitely = p.method == runInfinitely
 	if p.durationMode {
 		c.Duration = p.duration
 		c.Margin = p.margin

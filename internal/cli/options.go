@@ -189,10 +189,8 @@ func options() *optTable {
 		p.method = runAll
 		return nil
 	}})
-	add(&opt{long: "CPU-freq", short: 'F', set: func(p *parser, _ string) error {
-		p.cfg.CPUFreq = true
-		return nil
-	}})
+	add(&opt{long: "CPU-freq", short: 'F', noop: "pvperf's clock does not depend on the CPU frequency, so there is no frequency warning to silence",
+		set: func(*parser, string) error { return nil }})
 	add(&opt{long: "connection", short: 'c', arg: true, set: (*parser).setConnection})
 	add(&opt{long: "qp", short: 'q', arg: true, rel: relBW, set: func(p *parser, v string) error {
 		if err := p.intRange(v, "num of Qps", 1, 16384, &p.cfg.NumQPs); err != nil {
@@ -386,10 +384,7 @@ func options() *optTable {
 	other("local_ip", 0, true, whyRawEth)
 	other("remote_port", 0, true, whyRawEth)
 	other("local_port", 0, true, whyRawEth)
-	add(&opt{long: "run_infinitely", rel: relBW, set: func(p *parser, _ string) error {
-		p.runInfFlag = true
-		return nil
-	}})
+	unsup("run_infinitely", 0, false, "endless runs with a row per period are not implemented; use -D", relBW)
 	add(&opt{long: "report_gbits", rel: relBW, set: func(p *parser, _ string) error {
 		p.cfg.ReportGbits = true
 		return nil
@@ -513,10 +508,7 @@ func options() *optTable {
 	other("promiscuous", 0, false, whyRawEth)
 	other("sniffer", 0, false, whyRawEth)
 	other("raw_mcast", 0, false, whyRawEth)
-	add(&opt{long: "mr_per_qp", rel: relBW, set: func(p *parser, _ string) error {
-		p.cfg.MRPerQP = true
-		return nil
-	}})
+	unsup("mr_per_qp", 0, false, "one memory region per QP is not implemented: all QPs share one", relBW)
 	add(&opt{long: "dlid", arg: true, set: func(p *parser, v string) error {
 		n, err := p.checkValue(v, "dlid", "uint16_t")
 		p.cfg.DLID = int(uint16(n))

@@ -46,7 +46,6 @@ type testMethod uint8
 const (
 	runRegular testMethod = iota
 	runAll
-	runInfinitely
 )
 
 // parser holds perftest's parameters while the command line is read: the
@@ -65,7 +64,6 @@ type parser struct {
 	verb         bench.Verb
 	rawEth       bool // -c RawEth
 	method       testMethod
-	runInfFlag   bool
 	durationMode bool // perftest's test_type == DURATION
 	duration     int  // perftest keeps 5 even in iteration mode
 	margin       int  // -1 until -f or the duration/4 default
@@ -216,9 +214,6 @@ func (p *parser) parse(args []string) error {
 	}
 
 	// What perftest applies after its option loop.
-	if p.runInfFlag {
-		p.method = runInfinitely
-	}
 	operands := fs.Args()
 	switch {
 	case len(operands) == 1:
