@@ -3,10 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
-	"unsafe"
 
 	"github.com/pvperf/pvperf/internal/clock"
+	"github.com/pvperf/pvperf/internal/mmio"
 	"github.com/pvperf/pvperf/verbs"
 )
 
@@ -180,15 +179,6 @@ func (e *endpoint) runLatSend(ctx context.Context, r *receiver, size int, server
 	return l.finish(), l.ctx.Err()
 }
 
-// byteAt reads the byte at b[0] with an atomic load of its aligned word:
-// another thread (the device) writes it.
-func byteAt(b []byte) byte {
-	p := unsafe.Pointer(&b[0])
-	off := uintptr(p) & 3
-	w := atomic.LoadUint32((*uint32)(unsafe.Pointer(uintptr(p) - off)))
-	return byte(w >> (8 * off))
-}
-
 // runLatWrite is perftest's run_iter_lat_write: each side writes a message
 // whose last byte is a counter and spins on the last byte of its own
 // receive buffer for the peer's; the server writes first.
@@ -204,7 +194,7 @@ func (e *endpoint) runLatWrite(ctx context.Context, size int, server bool) (samp
 		if (rcnt < l.iters || l.duration) && !(scnt < 1 && server) {
 			rcnt++
 			var st stall
-			for i := 0; byteAt(pollBuf) != byte(rcnt) && !l.ended(); i++ {
+			for i := 0; mmio.LoadByte(pollBuf) != byte(rcnt) && !l.ended(); i++ {
 				if i&0xFFFFF == 0xFFFFF {
 					if err := ctx.Err(); err != nil {
 						return l.finish(), err

@@ -4,19 +4,13 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/pvperf/pvperf/emu"
 	"github.com/pvperf/pvperf/internal/unix"
 	"github.com/pvperf/pvperf/verbs"
-	"github.com/pvperf/pvperf/verbs/uverbs"
 )
 
 // ErrNoDevice is returned when there is no device at all, or none with the
 // requested name.
 var ErrNoDevice = errors.New("no such RDMA device")
-
-// kernelDevices lists the kernel's RDMA devices (sysfs discovery; a
-// variable so that tests can replace it).
-var kernelDevices = uverbs.Devices
 
 // List returns every device: kernel devices, then emulated ones.
 func List() ([]verbs.Device, error) {
@@ -24,7 +18,7 @@ func List() ([]verbs.Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list kernel rdma devices: %w", err)
 	}
-	e, err := emu.Devices()
+	e, err := emuDevices()
 	if err != nil {
 		return nil, fmt.Errorf("list emulated rdma devices: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 
 	"github.com/pvperf/pvperf/bench"
 	"github.com/pvperf/pvperf/devices"
@@ -75,5 +76,8 @@ func findDevice(name string, stderr io.Writer) (verbs.Device, bool) {
 		}
 	}
 	fmt.Fprint(stderr, " Unable to find the Infiniband/RoCE device\n")
+	if runtime.GOOS != "linux" {
+		fmt.Fprintf(stderr, " pvperf drives RDMA devices, and runs its emulated device, on Linux only (this is %s)\n", runtime.GOOS)
+	}
 	return nil, false
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package uverbs
 
 // The uverbs command ABI (include/uapi/rdma/ib_user_verbs.h): every struct a

@@ -8,8 +8,8 @@ import (
 	"runtime/debug"
 	"testing"
 	"time"
-	"unsafe"
 
+	"github.com/pvperf/pvperf/internal/mmio"
 	"github.com/pvperf/pvperf/internal/unix"
 	"github.com/pvperf/pvperf/verbs"
 )
@@ -280,7 +280,7 @@ func sge(mr verbs.MR, off, n int) verbs.SGE {
 }
 
 // addrOf returns the address of b[0].
-func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
+func addrOf(b []byte) uint64 { return mmio.Addr(b) }
 
 // fill writes a pattern that depends on seed and on the position.
 func fill(b []byte, seed byte) {
