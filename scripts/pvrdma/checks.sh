@@ -453,6 +453,11 @@ check_side() {
 		} >>/tmp/side.rounds
 		if [ -n "$fails" ]; then
 			record FAIL "side $spec" "${fails#; }"
+		elif [ -z "$mr" ] && [ -z "$pt" ] && [ -n "$pv" ]; then
+			# Nothing to compare with: perftest printed 0 in every round
+			# (perftest 6.06 fails to measure its cycle counter under
+			# nested TCG). Said as it is, not counted as a comparison.
+			record SKIP "side $spec" "no comparison: perftest printed no value (0.00) in any of $ROUNDS rounds; pvperf median $pv"
 		elif [ -z "$mr" ]; then
 			record FAIL "side $spec" "no usable value"
 		else
