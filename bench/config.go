@@ -171,10 +171,6 @@ type Config struct {
 	// WaitDestroy is --wait_destroy: how long a bandwidth test waits,
 	// connection closed, before it destroys its resources.
 	WaitDestroy time.Duration
-	// OldPostSend is --use_old_post_send: the header says ibv_wr* API OFF.
-	// pvperf has one posting path, which builds the same work requests
-	// either way.
-	OldPostSend bool
 	// NoRelaxedOrdering is --disable_pcie_relaxed: memory regions are
 	// registered without relaxed ordering.
 	NoRelaxedOrdering bool

@@ -257,16 +257,6 @@ func TestRelaxedOrdering(t *testing.T) {
 	}
 }
 
-// TestOldPostSend: --use_old_post_send is what the header reports.
-func TestOldPostSend(t *testing.T) {
-	cfg := testConfig(Bandwidth, Write)
-	cfg.OldPostSend = true
-	out := runLoop(t, device(t, emu.ProfileUnrestricted, 2), cfg)
-	if got := headerLine(out, " ibv_wr* API"); !strings.HasPrefix(got, " ibv_wr* API     : OFF") {
-		t.Errorf("header %q", got)
-	}
-}
-
 // TestPayloadFile: the buffers hold the file's words, little-endian,
 // repeated; write_lat keeps its zeroed buffer; a missing file fails.
 func TestPayloadFile(t *testing.T) {

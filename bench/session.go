@@ -500,7 +500,6 @@ func (s *session) fillTestInfo() {
 	ti.CQMod = cfg.CQMod
 	ti.DynamicCQEPoll = cfg.DynamicPolling
 	ti.CQEPollBatch = cfg.pollBatch()
-	ti.WRAPI = !cfg.OldPostSend
 	ti.RelaxedOrdering = reports.Off
 	if cfg.relaxedOrdering() {
 		ti.RelaxedOrdering = reports.On

@@ -68,7 +68,6 @@ var behaviours = []behaviour{
 	{"output", "write_bw", "--loopback -n 100", "--loopback -n 100 --output=bandwidth", `(?m)\A(Disabling dynamic polling\n)?[0-9]+\.[0-9]+\n\z`, 0, ""},
 	{"cpu_util", "write_bw", "--loopback -D 1", "--loopback -D 1 --cpu_util", `CPU_Util\[%\]\n 65536 .*\t +[0-9.]+\n`, 0, ""},
 	{"ipv6", "write_bw", "--loopback -n 100", "--loopback -n 100 --ipv6", `GID index +: 2\n`, 0, ""},
-	{"use_old_post_send", "write_bw", "--loopback -n 100", "--loopback -n 100 --use_old_post_send", `ibv_wr\* API +: OFF`, 0, ""},
 	{"wait_destroy", "write_bw", "--loopback -n 100", "--loopback -n 100 --wait_destroy=1", ` Waiting 1 seconds before releasing resources\.\.\.`, 0, ""},
 	{"disable_pcie_relaxed", "write_bw", "--loopback -n 100", "--loopback -n 100 --disable_pcie_relaxed", `PCIe relax order: OFF`, 0, ""},
 	{"write_with_imm", "write_bw", "--loopback -n 100", "--loopback -n 100 --write_with_imm", `RDMA_Write_imm BW Test`, 0, ""},

@@ -219,7 +219,7 @@ func TestAdjustments(t *testing.T) {
 		{"write_bw", "--output=message_rate host", map[string]any{"Output": bench.OutputMessageRate}, "", ""},
 		{"write_bw", "--output=bandwidth host", map[string]any{"Output": bench.OutputBandwidth}, "", ""},
 		{"write_bw", "--force-link=ethernet --wait_destroy=3 --use_old_post_send --payload_file_path=p.txt host",
-			map[string]any{"ForceLink": verbs.LinkEthernet, "WaitDestroy": 3 * time.Second, "OldPostSend": true,
+			map[string]any{"ForceLink": verbs.LinkEthernet, "WaitDestroy": 3 * time.Second,
 				"PayloadFile": "p.txt"}, "", ""},
 		{"write_bw", "--force-link=ib host", map[string]any{"ForceLink": verbs.LinkInfiniBand}, "", ""},
 		{"write_bw", "--peer-timeout=250ms host", map[string]any{"PeerTimeout": 250 * time.Millisecond}, "", ""},

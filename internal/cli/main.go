@@ -11,6 +11,7 @@ import (
 
 	"github.com/pvperf/pvperf/bench"
 	"github.com/pvperf/pvperf/devices"
+	"github.com/pvperf/pvperf/internal/unix"
 	"github.com/pvperf/pvperf/verbs"
 )
 
@@ -24,10 +25,10 @@ var Version = "devel"
 // program name), as perftest's main does: it parses and checks the
 // options, chooses the device and runs the benchmark. It returns the exit
 // status: 0 on success, 1 on any error, and 1 after -h and -V as perftest.
-// The first interrupt (Ctrl-C) cancels the run's context; a second one
-// kills the process.
+// The first interrupt (Ctrl-C) or SIGTERM cancels the run's context, so the
+// run ends with a message; a second one kills the process.
 func Main(test string, args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, unix.SIGTERM)
 	defer stop()
 	context.AfterFunc(ctx, stop)
 	return MainContext(ctx, test, args, stdout, stderr)

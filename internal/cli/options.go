@@ -501,10 +501,8 @@ func options() *optTable {
 	unsup("report-per-port", 0, false, whyDualPort, relBW)
 	unsup("odp", 0, false, "on-demand paging is not available in pvperf's verbs API", nil)
 	unsup("use_hugepages", 0, false, whyBuffers, nil)
-	add(&opt{long: "use_old_post_send", set: func(p *parser, _ string) error {
-		p.cfg.OldPostSend = true
-		return nil
-	}})
+	add(&opt{long: "use_old_post_send", noop: "pvperf has one posting path, which builds the work requests ibv_post_send would; the header always says ibv_wr* API OFF",
+		set: func(*parser, string) error { return nil }})
 	other("promiscuous", 0, false, whyRawEth)
 	other("sniffer", 0, false, whyRawEth)
 	other("raw_mcast", 0, false, whyRawEth)
