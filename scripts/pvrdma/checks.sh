@@ -23,7 +23,7 @@ ROUNDS=5
 DEV=vmw_pvrdma0
 ADDR=127.0.0.1
 L1=10.0.2.2        # L1 as QEMU's user network shows it
-RUN_TIMEOUT=150    # a pair under nested TCG takes 10 to 40 s
+RUN_TIMEOUT=300    # a pair under nested TCG takes 10 to 140 s (pvperf's send_bw up to 140 s)
 LISTEN_TIMEOUT=60
 COMMON="-d $DEV -x 0 -F"
 # Every work request the device model posts to its backend is signalled
