@@ -159,30 +159,28 @@ apt_update() {
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 kernel_pkg() { apt-cache depends linux-image-amd64 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { print $2; exit }'; }
 
-step "host tools"
-kpkg=$(kernel_pkg)
-if [ -z "$kpkg" ]; then
-	apt_update
-	kpkg=$(kernel_pkg)
-	[ -n "$kpkg" ] || die "cannot tell which kernel linux-image-amd64 depends on"
-fi
-kver=${kpkg#linux-image-}
-missing=()
-for p in qemu-system-x86 cpio kmod gzip xz-utils make gcc iproute2 "linux-headers-$kver"; do
-	installed "$p" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	[ "$(id -u)" -eq 0 ] || die "installing ${missing[*]} needs root"
-	# Fresh package lists first: stale ones may name a kernel whose
-	# headers the archive no longer has.
-	apt_update
-	kpkg=$(kernel_pkg)
-	[ -n "$kpkg" ] || die "cannot tell which kernel linux-image-amd64 depends on"
-	kver=${kpkg#linux-image-}
+# host_needs: the guests' kernel (kpkg, kver) and the host packages not
+# installed yet (missing).
+host_needs() {
 	missing=()
+	kpkg=$(kernel_pkg)
+	[ -n "$kpkg" ] || return 1
+	kver=${kpkg#linux-image-}
 	for p in qemu-system-x86 cpio kmod gzip xz-utils make gcc iproute2 "linux-headers-$kver"; do
 		installed "$p" || missing+=("$p")
 	done
+}
+
+step "host tools"
+host_needs || true
+if [ -z "$kpkg" ] || [ ${#missing[@]} -gt 0 ]; then
+	[ "$(id -u)" -eq 0 ] || die "installing ${missing[*]:-the kernel headers} needs root"
+	# Fresh package lists first: stale ones may name a kernel whose
+	# headers the archive no longer has.
+	apt_update
+	host_needs || die "cannot tell which kernel linux-image-amd64 depends on"
+fi
+if [ ${#missing[@]} -gt 0 ]; then
 	echo "installing: ${missing[*]}"
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
 		die "apt-get install ${missing[*]} failed"
