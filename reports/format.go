@@ -75,7 +75,6 @@ const (
 	largeMessageCQMod    = "Warning: Large message requested and CQ moderation enabled\nWarning: It can lead to inaccurate results\n"
 	inlineNotRecognized  = "Device not recognized to implement inline feature. Disabling it\n"
 	udSizeClamped        = " Max msg size in UD is MTU %lu\n Changing to this MTU\n"
-	clientClosed         = " Client closed connection\n"
 	localResults         = "\n Local results: \n"
 	remoteResults        = "\n Remote results: \n"
 	localResultsAtomic   = "\n Local results:\n" // atomic_bw has no trailing space

@@ -545,7 +545,3 @@ func WriteInlineNotRecognized(stdout, stderr io.Writer) error {
 func WriteUDSizeClamped(w io.Writer, mtu int) error {
 	return writeString(w, cSprintf(udSizeClamped, mtu))
 }
-
-// WriteClientClosedConnection writes " Client closed connection" (the
-// WRITE server of --run_infinitely).
-func WriteClientClosedConnection(w io.Writer) error { return writeString(w, clientClosed) }

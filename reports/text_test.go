@@ -489,7 +489,6 @@ func TestMessages(t *testing.T) {
 		{func(b *bytes.Buffer) error { return WriteLargeMessageCQModWarning(b) },
 			rl + "Warning: Large message requested and CQ moderation enabled\nWarning: It can lead to inaccurate results\n"},
 		{func(b *bytes.Buffer) error { return WriteUDSizeClamped(b, 4096) }, " Max msg size in UD is MTU 4096\n Changing to this MTU\n"},
-		{func(b *bytes.Buffer) error { return WriteClientClosedConnection(b) }, " Client closed connection\n"},
 	} {
 		var b bytes.Buffer
 		must(t, c.write(&b))
