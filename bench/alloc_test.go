@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/pvperf/pvperf/perftest"
 )
 
 // mallocs runs c in loopback and returns the heap allocations the whole
@@ -37,7 +39,7 @@ func TestLoopsDoNotAllocate(t *testing.T) {
 		name string
 		cfg  func(iters uint64) Config
 	}
-	mk := func(test Test, v Verb, mod func(*Config)) func(uint64) Config {
+	mk := func(test perftest.TestKind, v perftest.Verb, mod func(*Config)) func(uint64) Config {
 		return func(iters uint64) Config {
 			c := testConfig(test, v)
 			c.Iters = iters
@@ -50,15 +52,15 @@ func TestLoopsDoNotAllocate(t *testing.T) {
 		}
 	}
 	for _, c := range []tc{
-		{"write_bw", mk(Bandwidth, Write, func(c *Config) { c.CQMod = 100 })},
-		{"write_bw_peak", mk(Bandwidth, Write, func(c *Config) { c.NoPeak = false })},
-		{"read_bw", mk(Bandwidth, Read, nil)},
-		{"send_bw", mk(Bandwidth, Send, nil)},
-		{"write_bw_bidir", mk(Bandwidth, Write, func(c *Config) { c.Bidirectional = true })},
-		{"send_lat", mk(Latency, Send, nil)},
-		{"write_lat", mk(Latency, Write, nil)},
-		{"read_lat", mk(Latency, Read, nil)},
-		{"atomic_lat", mk(Latency, Atomic, func(c *Config) { c.Size = 8 })},
+		{"write_bw", mk(perftest.Bandwidth, perftest.Write, func(c *Config) { c.CQMod = 100 })},
+		{"write_bw_peak", mk(perftest.Bandwidth, perftest.Write, func(c *Config) { c.NoPeak = false })},
+		{"read_bw", mk(perftest.Bandwidth, perftest.Read, nil)},
+		{"send_bw", mk(perftest.Bandwidth, perftest.Send, nil)},
+		{"write_bw_bidir", mk(perftest.Bandwidth, perftest.Write, func(c *Config) { c.Bidirectional = true })},
+		{"send_lat", mk(perftest.Latency, perftest.Send, nil)},
+		{"write_lat", mk(perftest.Latency, perftest.Write, nil)},
+		{"read_lat", mk(perftest.Latency, perftest.Read, nil)},
+		{"atomic_lat", mk(perftest.Latency, perftest.Atomic, func(c *Config) { c.Size = 8 })},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			const short, long = 1000, 100000

@@ -64,6 +64,7 @@ import (
 	"time"
 
 	"github.com/pvperf/pvperf/emu"
+	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/reports"
 	"github.com/pvperf/pvperf/verbs"
 )
@@ -100,11 +101,11 @@ var benchDevice = sync.OnceValues(func() (verbs.Device, error) {
 
 // benchConfig is the configuration of a benchmark run of test and verb
 // with qps queue pairs, messages of size bytes and n operations in all.
-func benchConfig(test Test, verb Verb, qps int, size uint64, n int) Config {
+func benchConfig(test perftest.TestKind, verb perftest.Verb, qps int, size uint64, n int) Config {
 	c := testConfig(test, verb)
 	c.NumQPs = qps
 	c.Size = size
-	if test == Bandwidth {
+	if test == perftest.Bandwidth {
 		// Iterations are per queue pair.
 		c.Iters = uint64(max(n, minBWMessages)+qps-1) / uint64(qps)
 		c.NoPeak = true
@@ -121,7 +122,7 @@ func benchConfig(test Test, verb Verb, qps int, size uint64, n int) Config {
 }
 
 // runBench runs the engine for b and reports its measurement.
-func runBench(b *testing.B, test Test, verb Verb, qps int, size uint64) {
+func runBench(b *testing.B, test perftest.TestKind, verb perftest.Verb, qps int, size uint64) {
 	dev, err := benchDevice()
 	if err != nil {
 		b.Fatal(err)
@@ -142,9 +143,9 @@ func runBench(b *testing.B, test Test, verb Verb, qps int, size uint64) {
 	r := rows[0]
 	var ns float64
 	switch {
-	case test == Bandwidth && r.BW != nil:
+	case test == perftest.Bandwidth && r.BW != nil:
 		ns = 1e3 / float64(r.BW.MsgRateMpps)
-	case test == Latency && r.Latency != nil:
+	case test == perftest.Latency && r.Latency != nil:
 		ns = float64(r.Latency.MeanUs) * 1e3
 		b.ReportMetric(float64(r.Latency.P50Us)*1e3, "p50-ns/op")
 		b.ReportMetric(float64(r.Latency.P99Us)*1e3, "p99-ns/op")
@@ -173,7 +174,7 @@ var (
 
 // runCases runs test and verb with qps queue pairs as the sub-benchmarks
 // qp=N/size=S, one for each S of sizes.
-func runCases(b *testing.B, test Test, verb Verb, qps int, sizes []uint64) {
+func runCases(b *testing.B, test perftest.TestKind, verb perftest.Verb, qps int, sizes []uint64) {
 	b.Run(fmt.Sprintf("qp=%d", qps), func(b *testing.B) {
 		for _, s := range sizes {
 			b.Run(fmt.Sprintf("size=%d", s), func(b *testing.B) { runBench(b, test, verb, qps, s) })
@@ -183,21 +184,21 @@ func runCases(b *testing.B, test Test, verb Verb, qps int, sizes []uint64) {
 
 // BenchmarkWriteBW is write_bw.
 func BenchmarkWriteBW(b *testing.B) {
-	runCases(b, Bandwidth, Write, 1, bwSizes)
-	runCases(b, Bandwidth, Write, 2, bwSizesAlt)
+	runCases(b, perftest.Bandwidth, perftest.Write, 1, bwSizes)
+	runCases(b, perftest.Bandwidth, perftest.Write, 2, bwSizesAlt)
 }
 
 // BenchmarkReadBW is read_bw.
-func BenchmarkReadBW(b *testing.B) { runCases(b, Bandwidth, Read, 1, bwSizesAlt) }
+func BenchmarkReadBW(b *testing.B) { runCases(b, perftest.Bandwidth, perftest.Read, 1, bwSizesAlt) }
 
 // BenchmarkSendBW is send_bw.
-func BenchmarkSendBW(b *testing.B) { runCases(b, Bandwidth, Send, 1, bwSizesAlt) }
+func BenchmarkSendBW(b *testing.B) { runCases(b, perftest.Bandwidth, perftest.Send, 1, bwSizesAlt) }
 
 // BenchmarkWriteLat is write_lat.
-func BenchmarkWriteLat(b *testing.B) { runCases(b, Latency, Write, 1, latSizes) }
+func BenchmarkWriteLat(b *testing.B) { runCases(b, perftest.Latency, perftest.Write, 1, latSizes) }
 
 // BenchmarkReadLat is read_lat.
-func BenchmarkReadLat(b *testing.B) { runCases(b, Latency, Read, 1, latSizes) }
+func BenchmarkReadLat(b *testing.B) { runCases(b, perftest.Latency, perftest.Read, 1, latSizes) }
 
 // BenchmarkSendLat is send_lat.
-func BenchmarkSendLat(b *testing.B) { runCases(b, Latency, Send, 1, latSizes) }
+func BenchmarkSendLat(b *testing.B) { runCases(b, perftest.Latency, perftest.Send, 1, latSizes) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/pvperf/pvperf/internal/clock"
+	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/verbs"
 )
 
@@ -45,7 +46,7 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, size int, peak, serve
 	cycle := uint64(e.pageSize)
 	small := uint64(size) <= cycle/2
 	wrap := cycle / step * step
-	imm := cfg.Verb == SendImm || cfg.Verb == WriteImm
+	imm := cfg.Verb == perftest.SendImm || cfg.Verb == perftest.WriteImm
 	var totS, totC, totR uint64
 	ended := func() bool { return duration && dc != nil && dc.state.Load() == stateEnd }
 	sampling := func() bool { return duration && dc != nil && dc.state.Load() == stateSample }

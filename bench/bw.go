@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pvperf/pvperf/internal/clock"
+	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/verbs"
 )
 
@@ -132,7 +133,7 @@ func (e *endpoint) newSender(size int) *sender {
 		myAddr: make([]uint64, n), remAddr: make([]uint64, n), scnt: make([]uint64, n), ccnt: make([]uint64, n), mod: make([]uint64, n)}
 	step := uint64(inc(size, e.cacheLine))
 	cycle := uint64(e.pageSize)
-	bw := cfg.Test == Bandwidth
+	bw := cfg.Test == perftest.Bandwidth
 	small := uint64(size) <= cycle/2
 	for i := range n {
 		s.myAddr[i] = e.slot(i)
@@ -153,7 +154,7 @@ func (e *endpoint) newSender(size int) *sender {
 				if bw && small {
 					sge.Addr = nextAddr(sge.Addr, step, uint64(j-1), s.myAddr[i], cycle)
 				}
-				if bw && (small || cfg.Verb == Atomic) {
+				if bw && (small || cfg.Verb == perftest.Atomic) {
 					w.RemoteAddr = nextAddr(w.RemoteAddr, step, uint64(j-1), s.remAddr[i], cycle)
 				}
 			}
@@ -161,33 +162,33 @@ func (e *endpoint) newSender(size int) *sender {
 				w.Flags = verbs.SendSignaled
 			}
 			switch cfg.Verb {
-			case Send:
+			case perftest.Send:
 				w.Opcode = verbs.OpSend
-			case SendImm:
+			case perftest.SendImm:
 				w.Opcode = verbs.OpSendImm
-			case Write:
+			case perftest.Write:
 				w.Opcode = verbs.OpRDMAWrite
-			case WriteImm:
+			case perftest.WriteImm:
 				w.Opcode = verbs.OpRDMAWriteImm
-			case Read:
+			case perftest.Read:
 				w.Opcode = verbs.OpRDMARead
-			case Atomic:
+			case perftest.Atomic:
 				w.Opcode = verbs.OpAtomicFetchAdd
 				w.CompareAdd = atomicAdd
-				if cfg.AtomicType == CmpAndSwap {
+				if cfg.AtomicType == perftest.CmpAndSwap {
 					w.Opcode = verbs.OpAtomicCmpSwap
 					w.CompareAdd, w.Swap = 0, atomicSwap
 				}
 			}
-			if cfg.Verb == Write || cfg.Verb == WriteImm || cfg.Verb == Read || cfg.Verb == Atomic {
+			if cfg.Verb == perftest.Write || cfg.Verb == perftest.WriteImm || cfg.Verb == perftest.Read || cfg.Verb == perftest.Atomic {
 				w.RKey = e.rem[i].RKey
 			}
-			if cfg.Connection == verbs.UD {
+			if cfg.Connection == perftest.UD {
 				w.AH = e.ahs[i]
 				w.RemoteQPN = e.rem[i].QPN
 				w.RemoteQKey = defQKey
 			}
-			if (cfg.Verb == Send || cfg.Verb == SendImm || cfg.Verb == Write || cfg.Verb == WriteImm) && size <= e.inline {
+			if (cfg.Verb == perftest.Send || cfg.Verb == perftest.SendImm || cfg.Verb == perftest.Write || cfg.Verb == perftest.WriteImm) && size <= e.inline {
 				w.Flags |= verbs.SendInline
 			}
 		}
@@ -248,7 +249,7 @@ func (e *endpoint) runBW(ctx context.Context, size int, peak bool) (samples, err
 	cycle := uint64(e.pageSize)
 	small := uint64(size) <= cycle/2
 	wrap := cycle / step * step
-	remote := cfg.Verb != Send && cfg.Verb != SendImm
+	remote := cfg.Verb != perftest.Send && cfg.Verb != perftest.SendImm
 	var totS, totC uint64
 	if !peak && !duration {
 		sm.tposted[0] = clock.Now()

@@ -1,84 +1,10 @@
 package bench
 
 import (
-	"fmt"
 	"time"
 
+	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/verbs"
-)
-
-// Verb is what a test does, numbered as perftest's VerbType (the numbers
-// travel in the parameter negotiation).
-type Verb uint8
-
-// Verbs.
-const (
-	Send     Verb = 0
-	SendImm  Verb = 1
-	Write    Verb = 2
-	WriteImm Verb = 3
-	Read     Verb = 4
-	Atomic   Verb = 5
-)
-
-// String returns perftest's name of the verb as the header prints it.
-func (v Verb) String() string {
-	switch v {
-	case Send:
-		return "Send"
-	case SendImm:
-		return "Send_imm"
-	case Write:
-		return "RDMA_Write"
-	case WriteImm:
-		return "RDMA_Write_imm"
-	case Read:
-		return "RDMA_Read"
-	case Atomic:
-		return "Atomic"
-	}
-	return fmt.Sprintf("Verb(%d)", uint8(v))
-}
-
-// HasReceives reports whether the receiver posts receive work requests
-// (perftest's "recv verbs": SEND, SEND with immediate, WRITE with immediate).
-func (v Verb) HasReceives() bool { return v == Send || v == SendImm || v == WriteImm }
-
-// Test is the kind of test, numbered as perftest's TestType.
-type Test uint8
-
-// Tests.
-const (
-	Latency   Test = 0
-	Bandwidth Test = 1
-)
-
-// AtomicType is the atomic operation of the atomic tests, numbered as
-// perftest's AtomicType.
-type AtomicType uint8
-
-// Atomic operations.
-const (
-	CmpAndSwap  AtomicType = 0
-	FetchAndAdd AtomicType = 1
-)
-
-func (a AtomicType) String() string {
-	if a == CmpAndSwap {
-		return "CMP_AND_SWAP"
-	}
-	return "FETCH_AND_ADD"
-}
-
-// Output selects perftest's --output verbosity.
-type Output uint8
-
-// Outputs.
-const (
-	OutputFull        Output = iota // header, addresses and table
-	OutputBandwidth                 // just the average bandwidth
-	OutputMessageRate               // just the message rate
-	OutputLatency                   // just the average latency
 )
 
 // Defaults shared by the command line and the engine (perftest.md §2.2).
@@ -106,10 +32,10 @@ const (
 // command line is parsed and checked. It is a plain value; nothing touches
 // a device before Run.
 type Config struct {
-	Test       Test
-	Verb       Verb
-	AtomicType AtomicType
-	Connection verbs.QPType
+	Test       perftest.TestKind
+	Verb       perftest.Verb
+	AtomicType perftest.AtomicType
+	Connection perftest.Connection
 
 	// Roles and the out-of-band connection.
 	Server       string // peer to connect to; "" makes this side the server
@@ -181,7 +107,7 @@ type Config struct {
 	// Reporting.
 	ReportGbits     bool
 	ReportBoth      bool
-	Output          Output
+	Output          perftest.Output
 	Cycles          bool // -C
 	ReportUnsorted  bool // -U
 	ReportHistogram bool // -H
@@ -204,16 +130,16 @@ type Config struct {
 func (cfg *Config) TestName() string {
 	var verb string
 	switch cfg.Verb {
-	case Send, SendImm:
+	case perftest.Send, perftest.SendImm:
 		verb = "send"
-	case Write, WriteImm:
+	case perftest.Write, perftest.WriteImm:
 		verb = "write"
-	case Read:
+	case perftest.Read:
 		verb = "read"
 	default:
 		verb = "atomic"
 	}
-	if cfg.Test == Latency {
+	if cfg.Test == perftest.Latency {
 		return verb + "_lat"
 	}
 	return verb + "_bw"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/verbs"
 )
 
@@ -49,8 +50,8 @@ type endpoint struct {
 	srq     verbs.SRQ
 	qps     []verbs.QP
 	ahs     []verbs.AH
-	my      []dest
-	rem     []dest
+	my      []perftest.Dest
+	rem     []perftest.Dest
 }
 
 // slot returns the per-QP buffer offset i (send slots are 0..n-1, receive
@@ -147,11 +148,11 @@ func (e *endpoint) close() error {
 func (cfg *Config) mrAccess() verbs.Access {
 	a := verbs.AccessLocalWrite
 	switch cfg.Verb {
-	case Write, WriteImm:
+	case perftest.Write, perftest.WriteImm:
 		a |= verbs.AccessRemoteWrite
-	case Read:
+	case perftest.Read:
 		a |= verbs.AccessRemoteRead
-	case Atomic:
+	case perftest.Atomic:
 		a |= verbs.AccessRemoteAtomic
 	}
 	if cfg.relaxedOrdering() {
@@ -164,7 +165,7 @@ func (cfg *Config) mrAccess() verbs.Access {
 // ordering: unless --disable_pcie_relaxed, and never for write_lat (whose
 // polling on the last byte of the buffer needs the writes in order).
 func (cfg *Config) relaxedOrdering() bool {
-	return !cfg.NoRelaxedOrdering && !(cfg.Test == Latency && (cfg.Verb == Write || cfg.Verb == WriteImm))
+	return !cfg.NoRelaxedOrdering && !(cfg.Test == perftest.Latency && (cfg.Verb == perftest.Write || cfg.Verb == perftest.WriteImm))
 }
 
 // pollBatch is the fixed CQE poll batch: perftest's CTX_POLL_BATCH unless
@@ -178,11 +179,11 @@ func (cfg *Config) pollBatch() int {
 
 func (cfg *Config) qpAccess() verbs.Access {
 	switch cfg.Verb {
-	case Write, WriteImm:
+	case perftest.Write, perftest.WriteImm:
 		return verbs.AccessRemoteWrite
-	case Read:
+	case perftest.Read:
 		return verbs.AccessRemoteRead
-	case Atomic:
+	case perftest.Atomic:
 		return verbs.AccessRemoteAtomic
 	}
 	return verbs.AccessRemoteWrite | verbs.AccessLocalWrite
@@ -199,7 +200,7 @@ func (e *endpoint) setup(size int) error {
 	e.bufSize = buffSize(size, e.pageSize)
 	step := inc(e.bufSize, e.cacheLine)
 	total := step * 2 * cfg.NumQPs
-	if cfg.Connection == verbs.UD {
+	if cfg.Connection == perftest.UD {
 		total += e.cacheLine
 	}
 	if e.mem, err = e.ctx.AllocMemory(total); err != nil {
@@ -212,7 +213,7 @@ func (e *endpoint) setup(size int) error {
 			return fmt.Errorf("Failed to create MR: %w", err)
 		}
 		// write_lat polls on the last byte of a buffer that starts zeroed.
-		if !(cfg.Test == Latency && (cfg.Verb == Write || cfg.Verb == WriteImm)) {
+		if !(cfg.Test == perftest.Latency && (cfg.Verb == perftest.Write || cfg.Verb == perftest.WriteImm)) {
 			fill(e.buf, pattern)
 		}
 	}
@@ -244,11 +245,15 @@ func (e *endpoint) setup(size int) error {
 			return fmt.Errorf("Couldn't create SRQ: %w", err)
 		}
 	}
+	qpType, ok := qpTypes[cfg.Connection]
+	if !ok {
+		return fmt.Errorf("Couldn't create QP: connection type %v: %w", cfg.Connection, verbs.ErrNotSupported)
+	}
 	e.qps = make([]verbs.QP, cfg.NumQPs)
 	e.ahs = make([]verbs.AH, cfg.NumQPs)
 	for i := range e.qps {
 		init := verbs.QPInit{
-			Type: cfg.Connection, SendCQ: e.scq, RecvCQ: e.rcq,
+			Type: qpType, SendCQ: e.scq, RecvCQ: e.rcq,
 			Cap: verbs.QPCap{MaxSendWR: cfg.TxDepth, MaxSendSGE: 1, MaxInlineData: e.inline},
 		}
 		if cfg.Verb.HasReceives() && !cfg.UseSRQ {
@@ -275,7 +280,7 @@ func (e *endpoint) setup(size int) error {
 func (e *endpoint) toInit(q verbs.QP) error {
 	a := verbs.QPAttr{State: verbs.StateInit, PKeyIndex: uint16(e.pkeyIndex), Port: uint8(e.cfg.IBPort)}
 	mask := verbs.AttrState | verbs.AttrPKeyIndex | verbs.AttrPort
-	if e.cfg.Connection == verbs.UD {
+	if e.cfg.Connection == perftest.UD {
 		a.QKey = defQKey
 		mask |= verbs.AttrQKey
 	} else {
@@ -285,14 +290,17 @@ func (e *endpoint) toInit(q verbs.QP) error {
 	return q.Modify(&a, mask)
 }
 
+// qpTypes are the queue pair types of the connection types pvperf runs.
+var qpTypes = map[perftest.Connection]verbs.QPType{perftest.RC: verbs.RC, perftest.UC: verbs.UC, perftest.UD: verbs.UD}
+
 // localDests fills e.my: what each QP tells its peer.
 func (e *endpoint) localDests() {
 	n := e.cfg.NumQPs
-	e.my = make([]dest, n)
+	e.my = make([]perftest.Dest, n)
 	for i := range e.my {
-		e.my[i] = dest{
+		e.my[i] = perftest.Dest{
 			LID:      e.port.LID,
-			OutReads: e.outReads,
+			OutReads: uint16(e.outReads),
 			QPN:      e.qps[i].Num(),
 			PSN:      randPSN(),
 			RKey:     e.mr.RKey(),
@@ -312,7 +320,7 @@ func (e *endpoint) ahAttr(i int) verbs.AHAttr {
 	}
 	if e.gidIndex >= 0 {
 		a.IsGlobal = true
-		a.GRH = verbs.GRH{DGID: r.GID, SGIDIndex: uint8(e.gidIndex), HopLimit: hopLimit, TrafficClass: uint8(cfg.TClass)}
+		a.GRH = verbs.GRH{DGID: verbs.GID(r.GID), SGIDIndex: uint8(e.gidIndex), HopLimit: hopLimit, TrafficClass: uint8(cfg.TClass)}
 		if len(cfg.FlowLabel) > 0 {
 			a.GRH.FlowLabel = uint32(cfg.FlowLabel[i%len(cfg.FlowLabel)])
 		}
@@ -328,12 +336,12 @@ func (e *endpoint) connect(sends bool) error {
 		r := &e.rem[i]
 		a := verbs.QPAttr{State: verbs.StateRTR, AH: e.ahAttr(i)}
 		mask := verbs.AttrState
-		if cfg.Connection != verbs.UD {
+		if cfg.Connection != perftest.UD {
 			a.PathMTU = e.mtu
 			a.DestQPN = r.QPN
 			a.RQPSN = r.PSN
 			mask |= verbs.AttrAV | verbs.AttrPathMTU | verbs.AttrDestQPN | verbs.AttrRQPSN
-			if cfg.Connection == verbs.RC {
+			if cfg.Connection == perftest.RC {
 				a.MaxDestRdAtomic = uint8(e.my[i].OutReads)
 				a.MinRNRTimer = minRNRTimer
 				mask |= verbs.AttrMinRNRTimer | verbs.AttrMaxDestRdAtomic
@@ -345,7 +353,7 @@ func (e *endpoint) connect(sends bool) error {
 		if sends {
 			b := verbs.QPAttr{State: verbs.StateRTS, SQPSN: e.my[i].PSN}
 			mask := verbs.AttrState | verbs.AttrSQPSN
-			if cfg.Connection == verbs.RC {
+			if cfg.Connection == perftest.RC {
 				b.Timeout = uint8(cfg.QPTimeout)
 				b.RetryCnt = 7
 				b.RNRRetry = 7
@@ -355,7 +363,7 @@ func (e *endpoint) connect(sends bool) error {
 			if err := q.Modify(&b, mask); err != nil {
 				return fmt.Errorf("Failed to modify QP to RTS: %w", err)
 			}
-			if cfg.Connection == verbs.UD {
+			if cfg.Connection == perftest.UD {
 				ah, err := e.pd.CreateAH(a.AH)
 				if err != nil {
 					return fmt.Errorf("Failed to create AH: %w", err)

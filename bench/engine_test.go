@@ -10,16 +10,17 @@ import (
 	"time"
 
 	"github.com/pvperf/pvperf/emu"
+	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/verbs"
 )
 
 // testConfig is a test's configuration with perftest's defaults for test
 // and verb, shrunk to a short run.
-func testConfig(test Test, verb Verb) Config {
-	c := Config{Test: test, Verb: verb, Connection: verbs.RC, IBPort: 1, GIDIndex: -1, Inline: -1,
+func testConfig(test perftest.TestKind, verb perftest.Verb) Config {
+	c := Config{Test: test, Verb: verb, Connection: perftest.RC, IBPort: 1, GIDIndex: -1, Inline: -1,
 		PostList: 1, RecvPostList: 1, NumQPs: 1, CQMod: DefaultCQMod, QPTimeout: DefaultQPTimeout, Loopback: true,
 		Iters: 200}
-	if test == Bandwidth {
+	if test == perftest.Bandwidth {
 		c.Size, c.TxDepth, c.RxDepth = DefaultBWSize, DefaultBWTxDepth, 1
 		if verb.HasReceives() {
 			c.RxDepth = DefaultRecvRxDepth
@@ -33,9 +34,9 @@ func testConfig(test Test, verb Verb) Config {
 			c.RxDepth = DefaultRecvRxDepth
 		}
 	}
-	if verb == Atomic {
+	if verb == perftest.Atomic {
 		c.Size = DefaultAtomicSize
-		c.AtomicType = FetchAndAdd
+		c.AtomicType = perftest.FetchAndAdd
 	}
 	return c
 }
@@ -86,18 +87,18 @@ func TestLoopbackMatrix(t *testing.T) {
 		cfg  func() Config
 		want string
 	}
-	bw := func(v Verb, mod func(*Config)) func() Config {
+	bw := func(v perftest.Verb, mod func(*Config)) func() Config {
 		return func() Config {
-			c := testConfig(Bandwidth, v)
+			c := testConfig(perftest.Bandwidth, v)
 			if mod != nil {
 				mod(&c)
 			}
 			return c
 		}
 	}
-	lat := func(v Verb, mod func(*Config)) func() Config {
+	lat := func(v perftest.Verb, mod func(*Config)) func() Config {
 		return func() Config {
-			c := testConfig(Latency, v)
+			c := testConfig(perftest.Latency, v)
 			if mod != nil {
 				mod(&c)
 			}
@@ -105,35 +106,35 @@ func TestLoopbackMatrix(t *testing.T) {
 		}
 	}
 	cases := []tc{
-		{"write_bw", bw(Write, nil), "RDMA_Write BW Test"},
-		{"read_bw", bw(Read, nil), "RDMA_Read BW Test"},
-		{"send_bw", bw(Send, nil), "Send BW Test"},
-		{"atomic_bw", bw(Atomic, nil), "Atomic FETCH_AND_ADD BW Test"},
-		{"atomic_bw_cas", bw(Atomic, func(c *Config) { c.AtomicType = CmpAndSwap }), "Atomic CMP_AND_SWAP BW Test"},
-		{"write_bw_imm", bw(WriteImm, nil), "RDMA_Write_imm BW Test"},
-		{"send_bw_imm", bw(SendImm, nil), "Send_imm BW Test"},
-		{"write_bw_small_cqmod", bw(Write, func(c *Config) { c.Size = 64; c.CQMod = 100 }), "RDMA_Write BW Test"},
-		{"write_bw_q4", bw(Write, func(c *Config) { c.NumQPs = 4 }), "Number of qps   : 4"},
-		{"write_bw_postlist", bw(Write, func(c *Config) { c.Size = 64; c.PostList = 10; c.CQMod = 10 }), "Post List BW Test"},
-		{"write_bw_bidir", bw(Write, func(c *Config) { c.Bidirectional = true }), "Bidirectional BW Test"},
-		{"send_bw_bidir", bw(Send, func(c *Config) { c.Bidirectional = true }), "Bidirectional BW Test"},
-		{"send_bw_ud", bw(Send, func(c *Config) { c.Connection = verbs.UD; c.Size = 1024 }), "Connection type : UD"},
-		{"send_bw_uc", bw(Send, func(c *Config) { c.Connection = verbs.UC; c.Size = 1024 }), "Connection type : UC"},
-		{"write_bw_uc", bw(Write, func(c *Config) { c.Connection = verbs.UC }), "Connection type : UC"},
-		{"send_bw_srq", bw(Send, func(c *Config) { c.UseSRQ = true; c.NumQPs = 2 }), "Using SRQ      : ON"},
-		{"send_bw_events", bw(Send, func(c *Config) { c.Events = true }), "Test with events"},
-		{"write_bw_all", bw(Write, func(c *Config) { c.AllSizes = true; c.Iters = 20; c.CQMod = 100 }), " 8388608 "},
-		{"send_bw_all_ud", bw(Send, func(c *Config) { c.AllSizes = true; c.Iters = 20; c.Connection = verbs.UD }), " 1024    "},
-		{"write_bw_gbits", bw(Write, func(c *Config) { c.ReportGbits = true }), "BW peak[Gb/sec]"},
-		{"write_bw_warmup", bw(Write, func(c *Config) { c.WarmUp = true }), "RDMA_Write BW Test"},
-		{"send_lat", lat(Send, nil), "Send Latency Test"},
-		{"send_lat_ud", lat(Send, func(c *Config) { c.Connection = verbs.UD }), "Connection type : UD"},
-		{"send_lat_all", lat(Send, func(c *Config) { c.AllSizes = true; c.Iters = 10 }), " 8388608 "},
-		{"write_lat", lat(Write, nil), "RDMA_Write Latency Test"},
-		{"write_lat_imm", lat(WriteImm, nil), "RDMA_Write_imm Latency Test"},
-		{"read_lat", lat(Read, nil), "RDMA_Read Latency Test"},
-		{"atomic_lat", lat(Atomic, nil), "Atomic FETCH_AND_ADD Latency Test"},
-		{"send_lat_events", lat(Send, func(c *Config) { c.Events = true }), "Test with events"},
+		{"write_bw", bw(perftest.Write, nil), "RDMA_Write BW Test"},
+		{"read_bw", bw(perftest.Read, nil), "RDMA_Read BW Test"},
+		{"send_bw", bw(perftest.Send, nil), "Send BW Test"},
+		{"atomic_bw", bw(perftest.Atomic, nil), "Atomic FETCH_AND_ADD BW Test"},
+		{"atomic_bw_cas", bw(perftest.Atomic, func(c *Config) { c.AtomicType = perftest.CmpAndSwap }), "Atomic CMP_AND_SWAP BW Test"},
+		{"write_bw_imm", bw(perftest.WriteImm, nil), "RDMA_Write_imm BW Test"},
+		{"send_bw_imm", bw(perftest.SendImm, nil), "Send_imm BW Test"},
+		{"write_bw_small_cqmod", bw(perftest.Write, func(c *Config) { c.Size = 64; c.CQMod = 100 }), "RDMA_Write BW Test"},
+		{"write_bw_q4", bw(perftest.Write, func(c *Config) { c.NumQPs = 4 }), "Number of qps   : 4"},
+		{"write_bw_postlist", bw(perftest.Write, func(c *Config) { c.Size = 64; c.PostList = 10; c.CQMod = 10 }), "Post List BW Test"},
+		{"write_bw_bidir", bw(perftest.Write, func(c *Config) { c.Bidirectional = true }), "Bidirectional BW Test"},
+		{"send_bw_bidir", bw(perftest.Send, func(c *Config) { c.Bidirectional = true }), "Bidirectional BW Test"},
+		{"send_bw_ud", bw(perftest.Send, func(c *Config) { c.Connection = perftest.UD; c.Size = 1024 }), "Connection type : UD"},
+		{"send_bw_uc", bw(perftest.Send, func(c *Config) { c.Connection = perftest.UC; c.Size = 1024 }), "Connection type : UC"},
+		{"write_bw_uc", bw(perftest.Write, func(c *Config) { c.Connection = perftest.UC }), "Connection type : UC"},
+		{"send_bw_srq", bw(perftest.Send, func(c *Config) { c.UseSRQ = true; c.NumQPs = 2 }), "Using SRQ      : ON"},
+		{"send_bw_events", bw(perftest.Send, func(c *Config) { c.Events = true }), "Test with events"},
+		{"write_bw_all", bw(perftest.Write, func(c *Config) { c.AllSizes = true; c.Iters = 20; c.CQMod = 100 }), " 8388608 "},
+		{"send_bw_all_ud", bw(perftest.Send, func(c *Config) { c.AllSizes = true; c.Iters = 20; c.Connection = perftest.UD }), " 1024    "},
+		{"write_bw_gbits", bw(perftest.Write, func(c *Config) { c.ReportGbits = true }), "BW peak[Gb/sec]"},
+		{"write_bw_warmup", bw(perftest.Write, func(c *Config) { c.WarmUp = true }), "RDMA_Write BW Test"},
+		{"send_lat", lat(perftest.Send, nil), "Send Latency Test"},
+		{"send_lat_ud", lat(perftest.Send, func(c *Config) { c.Connection = perftest.UD }), "Connection type : UD"},
+		{"send_lat_all", lat(perftest.Send, func(c *Config) { c.AllSizes = true; c.Iters = 10 }), " 8388608 "},
+		{"write_lat", lat(perftest.Write, nil), "RDMA_Write Latency Test"},
+		{"write_lat_imm", lat(perftest.WriteImm, nil), "RDMA_Write_imm Latency Test"},
+		{"read_lat", lat(perftest.Read, nil), "RDMA_Read Latency Test"},
+		{"atomic_lat", lat(perftest.Atomic, nil), "Atomic FETCH_AND_ADD Latency Test"},
+		{"send_lat_events", lat(perftest.Send, func(c *Config) { c.Events = true }), "Test with events"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -153,7 +154,7 @@ func TestDurationMode(t *testing.T) {
 		t.Skip("duration runs take seconds")
 	}
 	dev := device(t, emu.ProfileUnrestricted, 2)
-	c := testConfig(Bandwidth, Write)
+	c := testConfig(perftest.Bandwidth, perftest.Write)
 	c.Duration, c.Margin, c.Iters = 3, 1, 1000
 	out := runLoop(t, dev, c)
 	if !strings.Contains(out, " 65536      ") {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/pvperf/pvperf/internal/clock"
 	"github.com/pvperf/pvperf/internal/mmio"
+	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/verbs"
 )
 
@@ -29,7 +30,7 @@ func (e *endpoint) newLatRun(ctx context.Context, size int, server bool) *latRun
 	w := &l.wr[0]
 	w.SGL[0].Length = uint32(size)
 	w.Flags = 0
-	if size <= e.inline && cfg.Verb != Read && cfg.Verb != Atomic {
+	if size <= e.inline && cfg.Verb != perftest.Read && cfg.Verb != perftest.Atomic {
 		w.Flags |= verbs.SendInline
 	}
 	if l.duration {
@@ -114,7 +115,7 @@ func (e *endpoint) runLatSend(ctx context.Context, r *receiver, size int, server
 	cfg := e.cfg
 	l := e.newLatRun(ctx, size, server)
 	w := &l.wr[0]
-	imm := cfg.Verb == SendImm
+	imm := cfg.Verb == perftest.SendImm
 	sizePerQP := uint64(cfg.RxDepth)
 	if cfg.UseSRQ {
 		sizePerQP /= uint64(cfg.NumQPs)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pvperf/pvperf/emu"
 	"github.com/pvperf/pvperf/internal/clock"
+	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/verbs"
 )
 
@@ -158,7 +159,7 @@ func TestPollBatch(t *testing.T) {
 		{"dynamic", func(c *Config) { c.DynamicPolling, c.Iters = true, 4000 }, " CQE Poll Batch  : Dynamic", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := testConfig(Bandwidth, Write)
+			cfg := testConfig(perftest.Bandwidth, perftest.Write)
 			cfg.Size, cfg.CQMod = 64, 1
 			c.edit(&cfg)
 			r, out := runRecorded(t, cfg)
@@ -231,10 +232,14 @@ func TestRelaxedOrdering(t *testing.T) {
 		cfg  Config
 		ro   bool
 	}{
-		{"write_bw", testConfig(Bandwidth, Write), true},
-		{"write_bw disabled", func() Config { c := testConfig(Bandwidth, Write); c.NoRelaxedOrdering = true; return c }(), false},
-		{"write_lat", testConfig(Latency, Write), false},
-		{"send_lat", testConfig(Latency, Send), true},
+		{"write_bw", testConfig(perftest.Bandwidth, perftest.Write), true},
+		{"write_bw disabled", func() Config {
+			c := testConfig(perftest.Bandwidth, perftest.Write)
+			c.NoRelaxedOrdering = true
+			return c
+		}(), false},
+		{"write_lat", testConfig(perftest.Latency, perftest.Write), false},
+		{"send_lat", testConfig(perftest.Latency, perftest.Send), true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, out := runRecorded(t, c.cfg)
@@ -267,7 +272,7 @@ func TestPayloadFile(t *testing.T) {
 	}
 	want := []byte{0x44, 0x33, 0x22, 0x11, 0xdd, 0xcc, 0xbb, 0xaa}
 
-	cfg := testConfig(Bandwidth, Send)
+	cfg := testConfig(perftest.Bandwidth, perftest.Send)
 	cfg.PayloadFile = name
 	r, _ := runRecorded(t, cfg)
 	if len(r.bufs) == 0 {
@@ -284,7 +289,7 @@ func TestPayloadFile(t *testing.T) {
 		}
 	}
 
-	cfg = testConfig(Latency, Write)
+	cfg = testConfig(perftest.Latency, perftest.Write)
 	cfg.PayloadFile = name
 	r, _ = runRecorded(t, cfg)
 	for _, b := range r.bufs {
@@ -293,7 +298,7 @@ func TestPayloadFile(t *testing.T) {
 		}
 	}
 
-	cfg = testConfig(Bandwidth, Send)
+	cfg = testConfig(perftest.Bandwidth, perftest.Send)
 	cfg.PayloadFile = filepath.Join(dir, "missing.txt")
 	var out, errOut bytes.Buffer
 	_, err := Run(context.Background(), normalize(cfg), device(t, emu.ProfileUnrestricted, 2), &out, &errOut)
@@ -352,7 +357,7 @@ func FuzzParsePayload(f *testing.F) {
 // TestWaitDestroy: --wait_destroy says so and keeps the resources that
 // long.
 func TestWaitDestroy(t *testing.T) {
-	cfg := testConfig(Bandwidth, Write)
+	cfg := testConfig(perftest.Bandwidth, perftest.Write)
 	cfg.WaitDestroy = time.Second
 	start := time.Now()
 	out := runLoop(t, device(t, emu.ProfileUnrestricted, 2), cfg)
@@ -369,7 +374,7 @@ func TestWaitDestroy(t *testing.T) {
 // RoCE refuses at RTR, as a real RoCE device does with perftest.
 func TestForceLink(t *testing.T) {
 	dev := device(t, emu.ProfileUnrestricted, 2)
-	cfg := testConfig(Bandwidth, Write)
+	cfg := testConfig(perftest.Bandwidth, perftest.Write)
 	out := runLoop(t, dev, cfg)
 	if got := headerLine(out, " Link type"); got != " Link type       : Ethernet" || !strings.Contains(out, " GID: ") {
 		t.Fatalf("without --force-link: %q\n%s", got, out)
@@ -390,7 +395,7 @@ func TestForceLink(t *testing.T) {
 func TestLimits(t *testing.T) {
 	dev := device(t, emu.ProfileUnrestricted, 2)
 	run := func(edit func(c *Config)) error {
-		cfg := testConfig(Bandwidth, Write)
+		cfg := testConfig(perftest.Bandwidth, perftest.Write)
 		edit(&cfg)
 		_, err := Run(context.Background(), normalize(cfg), dev, &bytes.Buffer{}, &bytes.Buffer{})
 		return err
@@ -418,7 +423,7 @@ func TestCPUUtil(t *testing.T) {
 	if _, err := os.Stat("/proc/stat"); err != nil {
 		t.Skip("no /proc/stat")
 	}
-	cfg := testConfig(Bandwidth, Write)
+	cfg := testConfig(perftest.Bandwidth, perftest.Write)
 	cfg.Duration, cfg.Margin, cfg.CPUUtil, cfg.NoPeak = 2, 0, true, true
 	out := runLoop(t, device(t, emu.ProfileUnrestricted, 2), cfg)
 	var row []string
@@ -452,7 +457,7 @@ func TestParseCPUTimes(t *testing.T) {
 // TestQPAttributes: -u, -S, --tclass, --flow_label and --dlid reach the
 // attributes the QPs are moved to RTR and RTS with.
 func TestQPAttributes(t *testing.T) {
-	cfg := testConfig(Bandwidth, Write)
+	cfg := testConfig(perftest.Bandwidth, perftest.Write)
 	cfg.QPTimeout, cfg.SL, cfg.TClass, cfg.FlowLabel, cfg.DLID = 20, 3, 96, []int{77}, 9
 	r, _ := runRecorded(t, cfg)
 	var rtr, rts int
@@ -479,7 +484,7 @@ func TestQPAttributes(t *testing.T) {
 // TestWarmUpPosts: --perform_warm_up posts a burst of tx_depth work
 // requests before the measured ones.
 func TestWarmUpPosts(t *testing.T) {
-	cfg := testConfig(Bandwidth, Write)
+	cfg := testConfig(perftest.Bandwidth, perftest.Write)
 	cfg.Iters, cfg.TxDepth = 200, 32
 	r, _ := runRecorded(t, cfg)
 	cfg.WarmUp = true
@@ -492,7 +497,7 @@ func TestWarmUpPosts(t *testing.T) {
 // TestRecvPostList: --recv_post_list posts receives in lists of that
 // length.
 func TestRecvPostList(t *testing.T) {
-	cfg := testConfig(Bandwidth, Send)
+	cfg := testConfig(perftest.Bandwidth, perftest.Send)
 	cfg.Iters = 200
 	r, _ := runRecorded(t, cfg)
 	cfg.RecvPostList = 4

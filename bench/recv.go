@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/pvperf/pvperf/internal/clock"
+	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/verbs"
 )
 
@@ -26,14 +27,14 @@ type receiver struct {
 // for UD, rounded up to the MTU with an SRQ.
 func (e *endpoint) recvLength(size int) int {
 	n := size
-	if e.cfg.Connection == verbs.UD {
+	if e.cfg.Connection == perftest.UD {
 		n += UDAddition
 	}
 	if e.cfg.UseSRQ {
 		m := e.mtu.Bytes()
 		n = (n + m - 1) / m * m
 	}
-	if e.cfg.Verb == WriteImm {
+	if e.cfg.Verb == perftest.WriteImm {
 		n = 0
 	}
 	return n
@@ -54,11 +55,11 @@ func (e *endpoint) postReceives(size int) (*receiver, error) {
 	r.perQP = perQP
 	step := uint64(inc(size, e.cacheLine))
 	cycle := uint64(e.pageSize)
-	bw := cfg.Test == Bandwidth
+	bw := cfg.Test == perftest.Bandwidth
 	small := uint64(size) <= cycle/2
 	for i := range n {
 		addr := e.slot(n + i)
-		if cfg.Connection == verbs.UD {
+		if cfg.Connection == perftest.UD {
 			addr += uint64(e.cacheLine - UDAddition)
 		}
 		r.rxAddr[i] = addr
@@ -122,7 +123,7 @@ func (r *receiver) consumed(qi int, duration bool) error {
 
 // recvSize is perftest's SIZE(connection, size, 1) as the server sees it.
 func recvSize(cfg *Config, size int) int {
-	if cfg.Connection == verbs.UD {
+	if cfg.Connection == perftest.UD {
 		return size + UDAddition
 	}
 	return size
@@ -136,7 +137,7 @@ func (e *endpoint) runBWServer(ctx context.Context, r *receiver) (samples, error
 	duration := cfg.Duration > 0
 	sm := samples{tposted: make([]int64, 1), tcompleted: make([]int64, 1)}
 	cqp := newPoller(cfg)
-	imm := cfg.Verb == SendImm || cfg.Verb == WriteImm
+	imm := cfg.Verb == perftest.SendImm || cfg.Verb == perftest.WriteImm
 	var rcnt uint64
 	var dc *durationClock
 	first := true

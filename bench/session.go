@@ -14,6 +14,7 @@ import (
 
 	"github.com/pvperf/pvperf/bench/oob"
 	"github.com/pvperf/pvperf/internal/clock"
+	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/reports"
 	"github.com/pvperf/pvperf/verbs"
 )
@@ -86,7 +87,7 @@ func fail(err error, lines ...string) error {
 
 func (s *session) printf(format string, args ...any) { fmt.Fprintf(s.out, format, args...) }
 
-func (s *session) full() bool { return s.cfg.Output == OutputFull }
+func (s *session) full() bool { return s.cfg.Output == perftest.OutputFull }
 
 // run is the whole test.
 func (s *session) run(ctx context.Context) (err error) {
@@ -138,13 +139,13 @@ func (s *session) run(ctx context.Context) (err error) {
 	debug.FreeOSMemory()
 
 	switch {
-	case cfg.Test == Bandwidth && (cfg.Verb == Send || cfg.Verb == SendImm):
+	case cfg.Test == perftest.Bandwidth && (cfg.Verb == perftest.Send || cfg.Verb == perftest.SendImm):
 		err = s.runSendBW(ctx)
-	case cfg.Test == Bandwidth:
+	case cfg.Test == perftest.Bandwidth:
 		err = s.runRDMABW(ctx)
-	case cfg.Verb == Send || cfg.Verb == SendImm:
+	case cfg.Verb == perftest.Send || cfg.Verb == perftest.SendImm:
 		err = s.runSendLat(ctx)
-	case cfg.Verb == Write || cfg.Verb == WriteImm:
+	case cfg.Verb == perftest.Write || cfg.Verb == perftest.WriteImm:
 		err = s.runWriteLat(ctx)
 	default:
 		err = s.runReadAtomicLat(ctx)
@@ -220,20 +221,20 @@ func (s *session) openDevice() error {
 		e.inline = 0
 	} else if !cfg.InlineGiven || cfg.Inline < 0 {
 		e.inline = 0
-		if cfg.Test == Latency {
+		if cfg.Test == perftest.Latency {
 			switch cfg.Verb {
-			case Write, WriteImm:
+			case perftest.Write, perftest.WriteImm:
 				e.inline = 220
-			case Send, SendImm:
+			case perftest.Send, perftest.SendImm:
 				e.inline = 236
-				if cfg.Connection == verbs.UD {
+				if cfg.Connection == perftest.UD {
 					e.inline = 188
 				}
 			}
 		}
 	}
 	e.inline = min(e.inline, e.attr.MaxInlineData)
-	if cfg.Verb == Read || cfg.Verb == Atomic {
+	if cfg.Verb == perftest.Read || cfg.Verb == perftest.Atomic {
 		e.outReads = max(e.attr.MaxQPRdAtom, 1)
 		if cfg.OutReads > e.outReads {
 			s.printf("%s", reports.ResultLine)
@@ -281,7 +282,7 @@ func (s *session) connect(ctx context.Context) error {
 			// The banner comes once the port listens, so a client
 			// started on seeing it finds the server.
 			if s.full() {
-				ti := reports.TestInfo{Server: true, Output: reports.OutputFull}
+				ti := reports.TestInfo{Server: true, Output: perftest.OutputFull}
 				_ = reports.WriteWaitingBanner(s.out, &ti)
 			}
 			if s.ready != nil {
@@ -353,7 +354,7 @@ func (s *session) exchangeSetup() error {
 	}
 	e.mtu = verbs.MTU(m)
 	// UD messages must fit in the MTU (check_mtu).
-	if cfg.Connection == verbs.UD && int(cfg.Size) > e.mtu.Bytes() {
+	if cfg.Connection == perftest.UD && int(cfg.Size) > e.mtu.Bytes() {
 		if cfg.AllSizes || !cfg.SizeGiven {
 			fmt.Fprintf(s.errOut, " Max msg size in UD is MTU %d\n Changing to this MTU\n", e.mtu.Bytes())
 			cfg.Size = uint64(e.mtu.Bytes())
@@ -370,8 +371,8 @@ func (s *session) exchangeSetup() error {
 		}
 		return fail(err, oob.PerftestMessage(err), " Failed to negotiate parameters\n")
 	}
-	if remote != nil && (cfg.Verb == Read || cfg.Verb == Atomic) {
-		if n, changed := oob.OutReadsForPeer(e.outReads, oob.ConnectionType(connType(cfg.Connection)), &remote.Attr); changed {
+	if remote != nil && (cfg.Verb == perftest.Read || cfg.Verb == perftest.Atomic) {
+		if n, changed := oob.OutReadsForPeer(e.outReads, cfg.Connection, &remote.Attr); changed {
 			s.printf(" out_reads is greater than remote max_qp_rd_atom, using remote max_qp_rd_atom\n")
 			e.outReads = n
 		}
@@ -379,24 +380,14 @@ func (s *session) exchangeSetup() error {
 	return nil
 }
 
-func connType(t verbs.QPType) int32 {
-	switch t {
-	case verbs.UC:
-		return 1
-	case verbs.UD:
-		return 2
-	}
-	return 0
-}
-
 // params is this side's parameter-negotiation struct.
 func (s *session) params() oob.Params {
 	cfg := &s.cfg
 	a := &s.ep.attr
 	p := oob.Params{
-		ConnectionType: oob.ConnectionType(connType(cfg.Connection)),
-		Verb:           oob.Verb(cfg.Verb),
-		Tst:            oob.BW,
+		ConnectionType: cfg.Connection,
+		Verb:           cfg.Verb,
+		Tst:            cfg.Test,
 		ReportFmt:      oob.MBS,
 		Size:           cfg.Size,
 		Iters:          cfg.Iters,
@@ -409,11 +400,8 @@ func (s *session) params() oob.Params {
 		p.TestType = oob.Duration
 		p.Iters = 0
 	}
-	if cfg.Test == Latency {
-		p.Tst = oob.LAT
-	}
-	if cfg.Verb == Atomic {
-		p.AtomicType = oob.AtomicType(cfg.AtomicType)
+	if cfg.Verb == perftest.Atomic {
+		p.AtomicType = cfg.AtomicType
 	}
 	switch {
 	case cfg.AllSizes:
@@ -469,14 +457,8 @@ func (s *session) chooseGID() error {
 func (s *session) fillTestInfo() {
 	cfg := &s.cfg
 	e := s.ep
-	kind := reports.BWTest
-	if cfg.Test == Latency {
-		kind = reports.LatencyTest
-	}
-	ti := reports.NewTestInfo(reports.Verb(cfg.Verb), kind)
-	if cfg.AtomicType == CmpAndSwap {
-		ti.AtomicType = reports.CmpAndSwap
-	}
+	ti := reports.NewTestInfo(cfg.Verb, cfg.Test)
+	ti.AtomicType = cfg.AtomicType
 	ti.Duplex = cfg.Bidirectional
 	ti.PostList = cfg.PostList
 	ti.RecvPostList = cfg.RecvPostList
@@ -485,14 +467,7 @@ func (s *session) fillTestInfo() {
 	ti.Device = s.dev.Name()
 	ti.NumQPs = cfg.NumQPs
 	ti.Transport = reports.TransportIB
-	switch cfg.Connection {
-	case verbs.UC:
-		ti.Connection = reports.UC
-	case verbs.UD:
-		ti.Connection = reports.UD
-	default:
-		ti.Connection = reports.RC
-	}
+	ti.Connection = cfg.Connection
 	ti.SRQ = cfg.UseSRQ
 	ti.Server = s.server
 	ti.TxDepth = cfg.TxDepth
@@ -526,7 +501,7 @@ func (s *session) fillTestInfo() {
 	ti.OutReads = e.outReads
 	ti.DLID = uint16(cfg.DLID)
 	ti.Gbits = cfg.ReportGbits
-	ti.Output = reports.Output(cfg.Output)
+	ti.Output = cfg.Output
 	ti.CPUUtil = cfg.CPUUtil && cfg.Duration > 0
 	ti.Duration = cfg.Duration > 0
 	ti.ReportUnsorted = cfg.ReportUnsorted
@@ -557,7 +532,7 @@ func (s *session) fillTestInfo() {
 
 // handshake exchanges the key of QP i.
 func (s *session) handshake(i int) error {
-	r, err := s.conn.Handshake(s.kf, s.key(i))
+	r, err := s.conn.Handshake(s.kf, s.ep.my[i])
 	if err != nil {
 		return fail(err, oob.PerftestMessage(err), " Failed to exchange data between server and clients\n")
 	}
@@ -567,7 +542,7 @@ func (s *session) handshake(i int) error {
 
 // barrier is a key handshake of QP 0 whose answer is not needed.
 func (s *session) barrier() error {
-	_, err := s.conn.Handshake(s.kf, s.key(0))
+	_, err := s.conn.Handshake(s.kf, s.ep.my[0])
 	if err != nil {
 		return fail(err, oob.PerftestMessage(err), " Failed to exchange data between server and clients\n")
 	}
@@ -582,21 +557,12 @@ func (s *session) waitingBarrier() error {
 	return s.barrier()
 }
 
-func (s *session) key(i int) oob.Key {
-	d := &s.ep.my[i]
-	return oob.Key{LID: d.LID, OutReads: uint16(d.OutReads), QPN: d.QPN, PSN: d.PSN, RKey: d.RKey, VAddr: d.VAddr, GID: d.GID, SRQN: d.SRQN}
-}
-
-func (s *session) setRemote(i int, k oob.Key) {
+func (s *session) setRemote(i int, k perftest.Dest) {
 	e := s.ep
 	if e.rem == nil {
-		e.rem = make([]dest, s.cfg.NumQPs)
+		e.rem = make([]perftest.Dest, s.cfg.NumQPs)
 	}
-	e.rem[i] = dest{LID: k.LID, OutReads: int(k.OutReads), QPN: k.QPN, PSN: k.PSN, RKey: k.RKey, VAddr: k.VAddr, GID: k.GID, SRQN: k.SRQN}
-}
-
-func reportDest(d dest) reports.Dest {
-	return reports.Dest{LID: d.LID, OutReads: uint32(d.OutReads), QPN: d.QPN, PSN: d.PSN, RKey: d.RKey, VAddr: d.VAddr, GID: d.GID, SRQN: d.SRQN}
+	e.rem[i] = k
 }
 
 // exchangeKeys runs the key rounds common to all tests (perftest's mains
@@ -606,8 +572,8 @@ func reportDest(d dest) reports.Dest {
 func (s *session) exchangeKeys(sends bool) error {
 	cfg := &s.cfg
 	n := cfg.NumQPs
-	recvVerb := cfg.Verb == Send || cfg.Verb == SendImm
-	if cfg.Test == Latency && !recvVerb {
+	recvVerb := cfg.Verb == perftest.Send || cfg.Verb == perftest.SendImm
+	if cfg.Test == perftest.Latency && !recvVerb {
 		if err := s.handshake(0); err != nil {
 			return err
 		}
@@ -617,7 +583,7 @@ func (s *session) exchangeKeys(sends bool) error {
 			return err
 		}
 	}
-	if s.ep.my[0].GID.IsV4Mapped() != s.ep.rem[0].GID.IsV4Mapped() && s.kf == oob.KeyGID {
+	if verbs.GID(s.ep.my[0].GID).IsV4Mapped() != verbs.GID(s.ep.rem[0].GID).IsV4Mapped() && s.kf == oob.KeyGID {
 		return fail(nil, "\n Found Incompatibility issue with GID types.\n Please Try to use a different IP version.\n\n")
 	}
 	if err := s.ep.connect(sends); err != nil {
@@ -628,18 +594,12 @@ func (s *session) exchangeKeys(sends bool) error {
 			return err
 		}
 	}
-	local := make([]reports.Dest, n)
-	remote := make([]reports.Dest, n)
-	for i := range n {
-		local[i] = reportDest(s.ep.my[i])
-	}
 	for i := range n {
 		if err := s.handshake(i); err != nil {
 			return err
 		}
-		remote[i] = reportDest(s.ep.rem[i])
 	}
-	_ = reports.WriteAddresses(s.out, &s.ti, local, remote)
+	_ = reports.WriteAddresses(s.out, &s.ti, s.ep.my, s.ep.rem)
 	if cfg.Events {
 		if err := s.ep.scq.ReqNotify(false); err != nil {
 			return fail(err, " Couldn't request CQ notification\n")
@@ -661,7 +621,7 @@ func (s *session) sizes() []int {
 		return []int{int(cfg.Size)}
 	}
 	top := MaxSize
-	if cfg.Connection == verbs.UD {
+	if cfg.Connection == perftest.UD {
 		top = s.ep.mtu.Bytes()
 	}
 	var out []int
@@ -717,7 +677,7 @@ func (s *session) exchangeReports(local reports.BWResult) (reports.BWResult, err
 
 // closeConn is perftest's ctx_close_connection.
 func (s *session) closeConn() error {
-	if _, err := s.conn.CloseHandshake(s.kf, s.key(0)); err != nil {
+	if _, err := s.conn.CloseHandshake(s.kf, s.ep.my[0]); err != nil {
 		return fail(err, oob.PerftestMessage(err), "Failed to close connection between server and client\n")
 	}
 	return nil
@@ -754,7 +714,7 @@ func runErr(err error, what string) error {
 // its receive completions itself.
 func (s *session) runRDMABW(ctx context.Context) error {
 	cfg := &s.cfg
-	writeImm := cfg.Verb == WriteImm
+	writeImm := cfg.Verb == perftest.WriteImm
 	sends := !s.server || cfg.Bidirectional
 	if err := s.exchangeKeys(sends); err != nil {
 		return err
@@ -938,7 +898,7 @@ func (s *session) runSendBW(ctx context.Context) error {
 func (s *session) latReport(size int, sm samples) error {
 	cfg := &s.cfg
 	rtt := 2
-	if cfg.Verb == Read || cfg.Verb == Atomic {
+	if cfg.Verb == perftest.Read || cfg.Verb == perftest.Atomic {
 		rtt = 1
 	}
 	if cfg.Duration > 0 {
@@ -1005,7 +965,7 @@ func (s *session) runWriteLat(ctx context.Context) error {
 	for _, size := range s.sizes() {
 		var sm samples
 		var err error
-		if cfg.Verb == WriteImm {
+		if cfg.Verb == perftest.WriteImm {
 			r, err2 := s.ep.postReceives(size)
 			if err2 != nil {
 				return fail(err2, " "+err2.Error()+"\n", " Failed to post receive recv_wqes\n")
@@ -1138,7 +1098,7 @@ func writeFile(name, format string, write func(io.Writer) error) error {
 // when -w is set too).
 func (s *session) checkLimits() error {
 	cfg := &s.cfg
-	if !cfg.LimitBWSet || cfg.Test != Bandwidth || !s.bwLimitSet {
+	if !cfg.LimitBWSet || cfg.Test != perftest.Bandwidth || !s.bwLimitSet {
 		return nil
 	}
 	if s.bwLimit.Average < cfg.LimitBW {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pvperf/pvperf/emu"
+	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/verbs"
 )
 
@@ -49,12 +50,12 @@ func TestStalledTestFails(t *testing.T) {
 		name string
 		cfg  Config
 	}{
-		{"write_bw", testConfig(Bandwidth, Write)},
-		{"send_bw", testConfig(Bandwidth, Send)},
-		{"read_bw", testConfig(Bandwidth, Read)},
-		{"send_lat", testConfig(Latency, Send)},
-		{"write_lat", testConfig(Latency, Write)},
-		{"atomic_lat", testConfig(Latency, Atomic)},
+		{"write_bw", testConfig(perftest.Bandwidth, perftest.Write)},
+		{"send_bw", testConfig(perftest.Bandwidth, perftest.Send)},
+		{"read_bw", testConfig(perftest.Bandwidth, perftest.Read)},
+		{"send_lat", testConfig(perftest.Latency, perftest.Send)},
+		{"write_lat", testConfig(perftest.Latency, perftest.Write)},
+		{"atomic_lat", testConfig(perftest.Latency, perftest.Atomic)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -136,7 +137,7 @@ func (q chattyQP) PostSend(wrs []verbs.SendWR) (int, error) {
 func TestUnsignaledCompletionsFail(t *testing.T) {
 	dev := chattyDevice{device(t, emu.ProfileUnrestricted, 2)}
 	for _, bidir := range []bool{false, true} {
-		c := testConfig(Bandwidth, Send)
+		c := testConfig(perftest.Bandwidth, perftest.Send)
 		c.Size, c.CQMod, c.Bidirectional = 64, 100, bidir
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		_, err := Run(ctx, normalize(c), dev, io.Discard, io.Discard)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pvperf/pvperf/perftest"
 )
 
 // The captures in testdata/perftest-6.06 and testdata/perftest-6.29 are the
@@ -21,13 +23,13 @@ import (
 // rxeGID is the GID of the captures' Soft-RoCE device, ::ffff:10.77.0.1.
 var rxeGID = [16]byte{10: 255, 11: 255, 12: 10, 13: 77, 14: 0, 15: 1}
 
-func dest(qpn, psn uint32) Dest { return Dest{QPN: qpn, PSN: psn, GID: rxeGID} }
+func dest(qpn, psn uint32) perftest.Dest { return perftest.Dest{QPN: qpn, PSN: psn, GID: rxeGID} }
 
-func rdmaDest(qpn, psn, rkey uint32, vaddr uint64) Dest {
-	return Dest{QPN: qpn, PSN: psn, RKey: rkey, VAddr: vaddr, GID: rxeGID}
+func rdmaDest(qpn, psn, rkey uint32, vaddr uint64) perftest.Dest {
+	return perftest.Dest{QPN: qpn, PSN: psn, RKey: rkey, VAddr: vaddr, GID: rxeGID}
 }
 
-func readDest(qpn, psn, rkey uint32, vaddr uint64) Dest {
+func readDest(qpn, psn, rkey uint32, vaddr uint64) perftest.Dest {
 	d := rdmaDest(qpn, psn, rkey, vaddr)
 	d.OutReads = 0x80
 	return d
@@ -36,7 +38,7 @@ func readDest(qpn, psn, rkey uint32, vaddr uint64) Dest {
 // rxeInfo is the TestInfo of the captures' setup: rxe0, RoCE (GID index 1),
 // MTU 1024, the old post-send path, relaxed ordering on, a NUMA node 0, and
 // (6.29, fewer than 3000 iterations) dynamic CQE polling off with batch 16.
-func rxeInfo(v Version, verb Verb, kind TestKind, server bool) TestInfo {
+func rxeInfo(v Version, verb perftest.Verb, kind perftest.TestKind, server bool) TestInfo {
 	ti := NewTestInfo(verb, kind)
 	ti.Version = v
 	ti.Server = server
@@ -73,7 +75,7 @@ type side struct {
 	inline      bool // RESULT_LINE + "Device not recognized..." (stderr)
 	// stopAfterBanner: the run failed before the header.
 	stopAfterBanner bool
-	local, remote   []Dest
+	local, remote   []perftest.Dest
 	bwRows          []BWResult
 	bwRemote        *BWResult // bidirectional: the peer's result summed into the row
 	latRows         []LatencyResult
@@ -110,7 +112,7 @@ func (s *side) render(t *testing.T) string {
 	check(WriteHeader(&out, ti))
 	check(WriteAddresses(&out, ti, s.local, s.remote))
 	switch {
-	case ti.Test == BWTest:
+	case ti.Test == perftest.Bandwidth:
 		check(WriteBWHeader(&out, ti))
 		for _, r := range s.bwRows {
 			check(WriteBWReport(&out, ti, r, s.bwRemote))
@@ -143,8 +145,8 @@ func captures() []capture {
 
 	// ib_atomic_bw -d rxe0 -F -x 1 -n 20
 	{
-		s := side{ti: rxeInfo(v606, Atomic, BWTest, true), inline: true,
-			local: []Dest{dest(0x23, 0xbacff7)}, remote: []Dest{dest(0x24, 0x171843)},
+		s := side{ti: rxeInfo(v606, perftest.Atomic, perftest.Bandwidth, true), inline: true,
+			local: []perftest.Dest{dest(0x23, 0xbacff7)}, remote: []perftest.Dest{dest(0x24, 0x171843)},
 			bwRows: []BWResult{bw(8, 20, 0.13, 0.06, 0.007498)}}
 		s.ti.CQMod = 20
 		c := s
@@ -154,8 +156,8 @@ func captures() []capture {
 	}
 	// ib_atomic_lat -d rxe0 -F -x 1 -n 20
 	{
-		s := side{ti: rxeInfo(v606, Atomic, LatencyTest, true), inline: true,
-			local: []Dest{dest(0x2b, 0xc3738e)}, remote: []Dest{dest(0x2c, 0x10f1d6)}}
+		s := side{ti: rxeInfo(v606, perftest.Atomic, perftest.Latency, true), inline: true,
+			local: []perftest.Dest{dest(0x2b, 0xc3738e)}, remote: []perftest.Dest{dest(0x2c, 0x10f1d6)}}
 		c := s
 		c.ti.Server = false
 		c.ti.TxDepth = 1
@@ -165,9 +167,9 @@ func captures() []capture {
 	}
 	// ib_read_bw -d rxe0 -F -x 1 -n 20
 	{
-		s := side{ti: rxeInfo(v606, Read, BWTest, true), inline: true,
-			local:  []Dest{readDest(0x1e, 0xfa8999, 0x000cb6, 0x007fd2edbb7000)},
-			remote: []Dest{readDest(0x1d, 0x4ecfd5, 0x000d2f, 0x007fc196e4a000)},
+		s := side{ti: rxeInfo(v606, perftest.Read, perftest.Bandwidth, true), inline: true,
+			local:  []perftest.Dest{readDest(0x1e, 0xfa8999, 0x000cb6, 0x007fd2edbb7000)},
+			remote: []perftest.Dest{readDest(0x1d, 0x4ecfd5, 0x000d2f, 0x007fc196e4a000)},
 			bwRows: []BWResult{bw(65536, 20, 46.80, 43.46, 0.000695)}}
 		c := s
 		c.ti.Server = false
@@ -176,9 +178,9 @@ func captures() []capture {
 	}
 	// ib_read_lat -d rxe0 -F -x 1 -n 20
 	{
-		s := side{ti: rxeInfo(v606, Read, LatencyTest, true), inline: true,
-			local:  []Dest{readDest(0x2a, 0x48a43d, 0x0018ff, 0x005621fe931000)},
-			remote: []Dest{readDest(0x29, 0xa0654d, 0x001950, 0x005560bcf84000)}}
+		s := side{ti: rxeInfo(v606, perftest.Read, perftest.Latency, true), inline: true,
+			local:  []perftest.Dest{readDest(0x2a, 0x48a43d, 0x0018ff, 0x005621fe931000)},
+			remote: []perftest.Dest{readDest(0x29, 0xa0654d, 0x001950, 0x005560bcf84000)}}
 		c := s
 		c.ti.Server = false
 		c.ti.TxDepth = 1
@@ -188,8 +190,8 @@ func captures() []capture {
 	}
 	// ib_send_bw -d rxe0 -F -x 1 -n 20 (6.06 prints no peak warning)
 	{
-		s := side{ti: rxeInfo(v606, Send, BWTest, true),
-			local: []Dest{dest(0x1f, 0x549cc2)}, remote: []Dest{dest(0x20, 0xde7d36)},
+		s := side{ti: rxeInfo(v606, perftest.Send, perftest.Bandwidth, true),
+			local: []perftest.Dest{dest(0x1f, 0x549cc2)}, remote: []perftest.Dest{dest(0x20, 0xde7d36)},
 			bwRows: []BWResult{bw(65536, 20, 0, 20.69, 0.000331)}}
 		c := s
 		c.ti.Server = false
@@ -199,10 +201,10 @@ func captures() []capture {
 	}
 	// ib_send_bw -d rxe0 -F -x 1 -n 20 -c UD
 	{
-		s := side{ti: rxeInfo(v606, Send, BWTest, true), udClamped: 1024,
-			local: []Dest{dest(0x21, 0x727502)}, remote: []Dest{dest(0x22, 0xe58962)},
+		s := side{ti: rxeInfo(v606, perftest.Send, perftest.Bandwidth, true), udClamped: 1024,
+			local: []perftest.Dest{dest(0x21, 0x727502)}, remote: []perftest.Dest{dest(0x22, 0xe58962)},
 			bwRows: []BWResult{bw(1024, 20, 0, 7.99, 0.008179)}}
-		s.ti.Connection = UD
+		s.ti.Connection = perftest.UD
 		s.ti.CQMod = 20
 		c := s
 		c.ti.Server = false
@@ -212,8 +214,8 @@ func captures() []capture {
 	}
 	// ib_send_lat -d rxe0 -F -x 1 -n 20
 	{
-		s := side{ti: rxeInfo(v606, Send, LatencyTest, true),
-			local: []Dest{dest(0x25, 0xd16a78)}, remote: []Dest{dest(0x26, 0xd110ac)},
+		s := side{ti: rxeInfo(v606, perftest.Send, perftest.Latency, true),
+			local: []perftest.Dest{dest(0x25, 0xd16a78)}, remote: []perftest.Dest{dest(0x26, 0xd110ac)},
 			latRows: []LatencyResult{lat(2, 20, 18.73, 55.52, 20.71, 21.96, 3.16, 55.52, 55.52)}}
 		c := s
 		c.ti.Server = false
@@ -226,7 +228,7 @@ func captures() []capture {
 	// device's auto-selected GID index is also 1).
 	for _, w := range []struct {
 		file          string
-		local, remote Dest
+		local, remote perftest.Dest
 		row           BWResult
 	}{
 		{"perftest-6.06/write_bw",
@@ -238,8 +240,8 @@ func captures() []capture {
 			rdmaDest(0x13, 0x54b63c, 0x000506, 0x007f6dafacd000),
 			bw(65536, 20, 30.87, 29.61, 0.000474)},
 	} {
-		s := side{ti: rxeInfo(v606, Write, BWTest, true),
-			local: []Dest{w.local}, remote: []Dest{w.remote}, bwRows: []BWResult{w.row}}
+		s := side{ti: rxeInfo(v606, perftest.Write, perftest.Bandwidth, true),
+			local: []perftest.Dest{w.local}, remote: []perftest.Dest{w.remote}, bwRows: []BWResult{w.row}}
 		c := s
 		c.ti.Server = false
 		c.local, c.remote = s.remote, s.local
@@ -248,9 +250,9 @@ func captures() []capture {
 	// ib_write_bw -d rxe0 -F -x 1 -D 4: 1024 completions counted, no peak,
 	// TX depth not capped by iterations.
 	{
-		s := side{ti: rxeInfo(v606, Write, BWTest, true),
-			local:  []Dest{rdmaDest(0x2d, 0xa7ac61, 0x001c43, 0x007f6b116a1000)},
-			remote: []Dest{rdmaDest(0x2e, 0x94aecc, 0x001d3f, 0x007f2e8fd06000)},
+		s := side{ti: rxeInfo(v606, perftest.Write, perftest.Bandwidth, true),
+			local:  []perftest.Dest{rdmaDest(0x2d, 0xa7ac61, 0x001c43, 0x007f6b116a1000)},
+			remote: []perftest.Dest{rdmaDest(0x2e, 0x94aecc, 0x001d3f, 0x007f2e8fd06000)},
 			bwRows: []BWResult{bw(65536, 1024, 0, 31.97, 0.000512)}}
 		s.ti.Duration = true
 		s.ti.TxDepth = 128
@@ -262,9 +264,9 @@ func captures() []capture {
 	// ib_write_bw -d rxe0 -F -x 1 -n 20 -b: both sides print the summed
 	// row (here the captured sum plus a zero remote).
 	{
-		s := side{ti: rxeInfo(v606, Write, BWTest, true),
-			local:    []Dest{rdmaDest(0x17, 0x93ecd6, 0x0008fb, 0x007f55ac704000)},
-			remote:   []Dest{rdmaDest(0x18, 0x623186, 0x000986, 0x007f51b29bd000)},
+		s := side{ti: rxeInfo(v606, perftest.Write, perftest.Bandwidth, true),
+			local:    []perftest.Dest{rdmaDest(0x17, 0x93ecd6, 0x0008fb, 0x007f55ac704000)},
+			remote:   []perftest.Dest{rdmaDest(0x18, 0x623186, 0x000986, 0x007f51b29bd000)},
 			bwRows:   []BWResult{bw(65536, 20, 64.08, 48.12, 0.000770)},
 			bwRemote: &BWResult{}}
 		s.ti.Duplex = true
@@ -276,9 +278,9 @@ func captures() []capture {
 	// ib_write_bw -d rxe0 -F -x 1 -n 10 -a --report_gbits: the server
 	// prints only the last size; rows below 0.1 Gb/s use 6 decimals.
 	{
-		s := side{ti: rxeInfo(v606, Write, BWTest, true),
-			local:  []Dest{rdmaDest(0x15, 0x7c66bf, 0x0006cb, 0x007fefdcd61000)},
-			remote: []Dest{rdmaDest(0x16, 0x5d767b, 0x000799, 0x007f07bb65e000)},
+		s := side{ti: rxeInfo(v606, perftest.Write, perftest.Bandwidth, true),
+			local:  []perftest.Dest{rdmaDest(0x15, 0x7c66bf, 0x0006cb, 0x007fefdcd61000)},
+			remote: []perftest.Dest{rdmaDest(0x16, 0x5d767b, 0x000799, 0x007f07bb65e000)},
 			bwRows: []BWResult{bw(8388608, 10, 0.30, 0.30, 0.000004)}}
 		s.ti.Gbits = true
 		s.ti.CQMod = 10
@@ -316,12 +318,12 @@ func captures() []capture {
 	// ib_write_bw -d rxe0 -F -x 1 -n 20 -q 2: all local lines, then all
 	// remote ones; #iterations = iters * QPs.
 	{
-		s := side{ti: rxeInfo(v606, Write, BWTest, true),
-			local: []Dest{
+		s := side{ti: rxeInfo(v606, perftest.Write, perftest.Bandwidth, true),
+			local: []perftest.Dest{
 				rdmaDest(0x19, 0x8e58dc, 0x000a5e, 0x007ff502b96000),
 				rdmaDest(0x1a, 0x08e796, 0x000a5e, 0x007ff502ba6000),
 			},
-			remote: []Dest{
+			remote: []perftest.Dest{
 				rdmaDest(0x1b, 0xac08e2, 0x000b1d, 0x007f77b6043000),
 				rdmaDest(0x1c, 0x5a3e24, 0x000b1d, 0x007f77b6053000),
 			},
@@ -335,9 +337,9 @@ func captures() []capture {
 	// ib_write_lat -d rxe0 -F -x 1 -n 20: relaxed ordering OFF for
 	// write_lat; both sides print a row.
 	{
-		s := side{ti: rxeInfo(v606, Write, LatencyTest, true),
-			local:   []Dest{rdmaDest(0x27, 0xaea7d8, 0x00163c, 0x005610fb2cd000)},
-			remote:  []Dest{rdmaDest(0x28, 0x29be48, 0x001755, 0x0055a832bcb000)},
+		s := side{ti: rxeInfo(v606, perftest.Write, perftest.Latency, true),
+			local:   []perftest.Dest{rdmaDest(0x27, 0xaea7d8, 0x00163c, 0x005610fb2cd000)},
+			remote:  []perftest.Dest{rdmaDest(0x28, 0x29be48, 0x001755, 0x0055a832bcb000)},
 			latRows: []LatencyResult{lat(2, 20, 28.43, 266.53, 29.69, 42.82, 42.06, 266.53, 266.53)}}
 		s.ti.RelaxedOrdering = Off
 		c := s
@@ -352,8 +354,8 @@ func captures() []capture {
 
 	// pt29_atomic_bw -d rxe0 -F -x 1 -n 20
 	{
-		s := side{ti: rxeInfo(v629, Atomic, BWTest, true), pollingOff: true, inline: true,
-			local: []Dest{dest(0x1f, 0x86c1cb)}, remote: []Dest{dest(0x20, 0x2d5d60)},
+		s := side{ti: rxeInfo(v629, perftest.Atomic, perftest.Bandwidth, true), pollingOff: true, inline: true,
+			local: []perftest.Dest{dest(0x1f, 0x86c1cb)}, remote: []perftest.Dest{dest(0x20, 0x2d5d60)},
 			bwRows: []BWResult{bw(8, 20, 0.27, 0.10, 0.013602)}}
 		s.ti.CQMod = 20
 		c := s
@@ -364,7 +366,7 @@ func captures() []capture {
 	// Server -s 4096, client -s 8192: both fail the negotiation (stderr),
 	// after the dynamic polling line (and the server's banner).
 	{
-		s := side{ti: rxeInfo(v629, Write, BWTest, true), pollingOff: true, stopAfterBanner: true,
+		s := side{ti: rxeInfo(v629, perftest.Write, perftest.Bandwidth, true), pollingOff: true, stopAfterBanner: true,
 			stderr: " size mismatch: local=4096, remote=8192\n Failed to negotiate parameters\n"}
 		c := s
 		c.ti.Server = false
@@ -373,32 +375,32 @@ func captures() []capture {
 	}
 	// Mixed versions: each side prints its own version's format.
 	{
-		s := side{ti: rxeInfo(v606, Write, BWTest, true),
-			local:  []Dest{rdmaDest(0x22, 0x154390, 0x001297, 0x007f701365e000)},
-			remote: []Dest{rdmaDest(0x21, 0xa51311, 0x001347, 0x007fa05f589000)},
+		s := side{ti: rxeInfo(v606, perftest.Write, perftest.Bandwidth, true),
+			local:  []perftest.Dest{rdmaDest(0x22, 0x154390, 0x001297, 0x007f701365e000)},
+			remote: []perftest.Dest{rdmaDest(0x21, 0xa51311, 0x001347, 0x007fa05f589000)},
 			bwRows: []BWResult{bw(65536, 20, 59.97, 52.38, 0.000838)}}
 		c := s
-		c.ti = rxeInfo(v629, Write, BWTest, false)
+		c.ti = rxeInfo(v629, perftest.Write, perftest.Bandwidth, false)
 		c.pollingOff = true
 		c.local, c.remote = s.remote, s.local
 		add(capture{"perftest-6.29/mixed_srv606_cli629_write_bw", s, c})
 	}
 	{
-		s := side{ti: rxeInfo(v629, Write, BWTest, true), pollingOff: true,
-			local:  []Dest{rdmaDest(0x23, 0xc61eb7, 0x00149a, 0x007f84d8fb3000)},
-			remote: []Dest{rdmaDest(0x24, 0x01fba6, 0x0015ac, 0x007fc7315ac000)},
+		s := side{ti: rxeInfo(v629, perftest.Write, perftest.Bandwidth, true), pollingOff: true,
+			local:  []perftest.Dest{rdmaDest(0x23, 0xc61eb7, 0x00149a, 0x007f84d8fb3000)},
+			remote: []perftest.Dest{rdmaDest(0x24, 0x01fba6, 0x0015ac, 0x007fc7315ac000)},
 			bwRows: []BWResult{bw(65536, 20, 60.67, 57.95, 0.000927)}}
 		c := s
-		c.ti = rxeInfo(v606, Write, BWTest, false)
+		c.ti = rxeInfo(v606, perftest.Write, perftest.Bandwidth, false)
 		c.pollingOff = false
 		c.local, c.remote = s.remote, s.local
 		add(capture{"perftest-6.29/mixed_srv629_cli606_write_bw", s, c})
 	}
 	// pt29_read_bw -d rxe0 -F -x 1 -n 20
 	{
-		s := side{ti: rxeInfo(v629, Read, BWTest, true), pollingOff: true, inline: true,
-			local:  []Dest{readDest(0x16, 0x56b51b, 0x00075f, 0x007fca009ea000)},
-			remote: []Dest{readDest(0x15, 0x1b5a82, 0x000688, 0x007ff483ec0000)},
+		s := side{ti: rxeInfo(v629, perftest.Read, perftest.Bandwidth, true), pollingOff: true, inline: true,
+			local:  []perftest.Dest{readDest(0x16, 0x56b51b, 0x00075f, 0x007fca009ea000)},
+			remote: []perftest.Dest{readDest(0x15, 0x1b5a82, 0x000688, 0x007ff483ec0000)},
 			bwRows: []BWResult{bw(65536, 20, 41.28, 40.38, 0.000646)}}
 		c := s
 		c.ti.Server = false
@@ -407,9 +409,9 @@ func captures() []capture {
 	}
 	// pt29_read_lat -d rxe0 -F -x 1 -n 20
 	{
-		s := side{ti: rxeInfo(v629, Read, LatencyTest, true), pollingOff: true, inline: true,
-			local:  []Dest{readDest(0x1d, 0x8cd3ea, 0x000e7e, 0x005592a5156000)},
-			remote: []Dest{readDest(0x1e, 0xab2d3a, 0x000fad, 0x0055b4db1cd000)}}
+		s := side{ti: rxeInfo(v629, perftest.Read, perftest.Latency, true), pollingOff: true, inline: true,
+			local:  []perftest.Dest{readDest(0x1d, 0x8cd3ea, 0x000e7e, 0x005592a5156000)},
+			remote: []perftest.Dest{readDest(0x1e, 0xab2d3a, 0x000fad, 0x0055b4db1cd000)}}
 		c := s
 		c.ti.Server = false
 		c.ti.TxDepth = 1
@@ -420,8 +422,8 @@ func captures() []capture {
 	// pt29_send_bw -d rxe0 -F -x 1 -n 20: the receiving server warns
 	// that the peak is not measured.
 	{
-		s := side{ti: rxeInfo(v629, Send, BWTest, true), peakWarning: true, pollingOff: true,
-			local: []Dest{dest(0x17, 0x2e8be6)}, remote: []Dest{dest(0x18, 0x62183e)},
+		s := side{ti: rxeInfo(v629, perftest.Send, perftest.Bandwidth, true), peakWarning: true, pollingOff: true,
+			local: []perftest.Dest{dest(0x17, 0x2e8be6)}, remote: []perftest.Dest{dest(0x18, 0x62183e)},
 			bwRows: []BWResult{bw(65536, 20, 0, 28.43, 0.000455)}}
 		c := s
 		c.ti.Server = false
@@ -432,8 +434,8 @@ func captures() []capture {
 	}
 	// pt29_send_lat -d rxe0 -F -x 1 -n 20
 	{
-		s := side{ti: rxeInfo(v629, Send, LatencyTest, true), pollingOff: true,
-			local: []Dest{dest(0x19, 0xf40d6f)}, remote: []Dest{dest(0x1a, 0xf3989b)},
+		s := side{ti: rxeInfo(v629, perftest.Send, perftest.Latency, true), pollingOff: true,
+			local: []perftest.Dest{dest(0x19, 0xf40d6f)}, remote: []perftest.Dest{dest(0x1a, 0xf3989b)},
 			latRows: []LatencyResult{lat(2, 20, 20.51, 50.28, 23.48, 24.13, 3.14, 50.28, 50.28)}}
 		c := s
 		c.ti.Server = false
@@ -444,9 +446,9 @@ func captures() []capture {
 	}
 	// pt29_write_bw -d rxe0 -F -x 1 -n 20
 	{
-		s := side{ti: rxeInfo(v629, Write, BWTest, true), pollingOff: true,
-			local:  []Dest{rdmaDest(0x12, 0x40b376, 0x0002a1, 0x007f9bbf3c1000)},
-			remote: []Dest{rdmaDest(0x11, 0x86e396, 0x0003b4, 0x007f69fd0f2000)},
+		s := side{ti: rxeInfo(v629, perftest.Write, perftest.Bandwidth, true), pollingOff: true,
+			local:  []perftest.Dest{rdmaDest(0x12, 0x40b376, 0x0002a1, 0x007f9bbf3c1000)},
+			remote: []perftest.Dest{rdmaDest(0x11, 0x86e396, 0x0003b4, 0x007f69fd0f2000)},
 			bwRows: []BWResult{bw(65536, 20, 33.45, 28.66, 0.000459)}}
 		c := s
 		c.ti.Server = false
@@ -455,9 +457,9 @@ func captures() []capture {
 	}
 	// pt29_write_bw -d rxe0 -F -x 1 -n 10 -a
 	{
-		s := side{ti: rxeInfo(v629, Write, BWTest, true), pollingOff: true,
-			local:  []Dest{rdmaDest(0x13, 0x32ba4f, 0x000443, 0x007f3799fb2000)},
-			remote: []Dest{rdmaDest(0x14, 0x8d75cb, 0x000524, 0x007f197c7ef000)},
+		s := side{ti: rxeInfo(v629, perftest.Write, perftest.Bandwidth, true), pollingOff: true,
+			local:  []perftest.Dest{rdmaDest(0x13, 0x32ba4f, 0x000443, 0x007f3799fb2000)},
+			remote: []perftest.Dest{rdmaDest(0x14, 0x8d75cb, 0x000524, 0x007f197c7ef000)},
 			bwRows: []BWResult{bw(8388608, 10, 45.54, 45.54, 0.000006)}}
 		s.ti.CQMod = 10
 		s.ti.TxDepth = 10
@@ -493,9 +495,9 @@ func captures() []capture {
 	}
 	// pt29_write_lat -d rxe0 -F -x 1 -n 20
 	{
-		s := side{ti: rxeInfo(v629, Write, LatencyTest, true), pollingOff: true,
-			local:   []Dest{rdmaDest(0x1c, 0xc6dc96, 0x000c4b, 0x0056396e2be000)},
-			remote:  []Dest{rdmaDest(0x1b, 0x5283cb, 0x000d28, 0x00558912e9e000)},
+		s := side{ti: rxeInfo(v629, perftest.Write, perftest.Latency, true), pollingOff: true,
+			local:   []perftest.Dest{rdmaDest(0x1c, 0xc6dc96, 0x000c4b, 0x0056396e2be000)},
+			remote:  []perftest.Dest{rdmaDest(0x1b, 0x5283cb, 0x000d28, 0x00558912e9e000)},
 			latRows: []LatencyResult{lat(2, 20, 17.70, 159.05, 19.03, 20.01, 2.00, 159.05, 159.05)}}
 		s.ti.RelaxedOrdering = Off
 		c := s

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/reports"
 )
 
@@ -11,7 +12,7 @@ import (
 // post and completion timestamps (nanoseconds), the statistics follow
 // perftest's formulas and the row is printed as perftest prints it.
 func Example() {
-	ti := reports.NewTestInfo(reports.Write, reports.BWTest)
+	ti := reports.NewTestInfo(perftest.Write, perftest.Bandwidth)
 	ti.Device = "emu0"
 	ti.TxDepth = 4
 
@@ -45,7 +46,7 @@ func ExampleComputeLatency() {
 		Size:      2,
 		Iters:     uint64(len(posted)),
 		Samples:   reports.PostedDeltas(posted),
-		RTTFactor: reports.Send.RTTFactor(),
+		RTTFactor: perftest.Send.RTTFactor(),
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -54,7 +55,7 @@ func ExampleComputeLatency() {
 	fmt.Printf("t_min %.2f t_max %.2f t_typical %.2f t_avg %.2f p99 %.2f %s\n",
 		r.Min, r.Max, r.Typical, r.Avg, r.P99, r.Unit)
 
-	ti := reports.NewTestInfo(reports.Send, reports.LatencyTest)
+	ti := reports.NewTestInfo(perftest.Send, perftest.Latency)
 	var doc reports.JSONReport
 	doc.AddLatency(r)
 	_ = reports.WriteJSON(os.Stdout, &ti, &doc, nil)

@@ -1,5 +1,7 @@
 package reports
 
+import "github.com/pvperf/pvperf/perftest"
+
 // Version selects which perftest release's console format the text output
 // reproduces. The zero value is the current format.
 type Version int
@@ -25,90 +27,6 @@ func (v Version) String() string {
 		return "6.06"
 	}
 	return "unknown"
-}
-
-// Verb is perftest's verb (enum in the order of its testsStr table).
-type Verb int
-
-const (
-	Send Verb = iota
-	SendImm
-	Write
-	WriteImm
-	Read
-	Atomic
-)
-
-var verbNames = [...]string{"Send", "Send_imm", "RDMA_Write", "RDMA_Write_imm", "RDMA_Read", "Atomic"}
-
-// String returns the verb as perftest's titles spell it ("RDMA_Write").
-func (v Verb) String() string {
-	if v < 0 || int(v) >= len(verbNames) {
-		return "Unknown"
-	}
-	return verbNames[v]
-}
-
-// HasRecvCompletions reports whether the responder gets receive
-// completions (SEND, SEND_IMM, WRITE_IMM): perftest's has_recv_comp.
-func (v Verb) HasRecvCompletions() bool {
-	return v == Send || v == SendImm || v == WriteImm
-}
-
-// RTTFactor is the divisor that turns a measured round trip into the
-// reported latency: 2 (half round trip) for SEND and WRITE, 1 (full round
-// trip) for READ and ATOMIC.
-func (v Verb) RTTFactor() int {
-	if v == Read || v == Atomic {
-		return 1
-	}
-	return 2
-}
-
-// TestKind is perftest's test type (tst): bandwidth or latency.
-type TestKind int
-
-const (
-	BWTest TestKind = iota
-	LatencyTest
-)
-
-// AtomicType is the atomic operation of the atomic tests.
-type AtomicType int
-
-const (
-	FetchAndAdd AtomicType = iota
-	CmpAndSwap
-)
-
-func (a AtomicType) String() string {
-	if a == CmpAndSwap {
-		return "CMP_AND_SWAP"
-	}
-	return "FETCH_AND_ADD"
-}
-
-// Connection is the QP connection type (enum in the order of perftest's
-// connStr table).
-type Connection int
-
-const (
-	RC Connection = iota
-	UC
-	UD
-	RawEth
-	XRC
-	DC
-	SRD
-)
-
-var connNames = [...]string{"RC", "UC", "UD", "RawEth", "XRC", "DC", "SRD"}
-
-func (c Connection) String() string {
-	if c < 0 || int(c) >= len(connNames) {
-		return "Unknown"
-	}
-	return connNames[c]
 }
 
 // Transport is the device's transport type as perftest's transport_str
@@ -151,20 +69,6 @@ func (l LinkLayer) String() string {
 	return "Unknown"
 }
 
-// Output is perftest's --output verbosity.
-type Output int
-
-const (
-	// OutputFull prints everything (no --output).
-	OutputFull Output = iota
-	// OutputBandwidth (--output=bandwidth) prints only the BW average.
-	OutputBandwidth
-	// OutputMessageRate (--output=message_rate) prints only the rate.
-	OutputMessageRate
-	// OutputLatency (--output=latency) prints only the average latency.
-	OutputLatency
-)
-
 // Strings for TestInfo.RelaxedOrdering and TestInfo.LockFree.
 const (
 	On          = "ON"
@@ -189,15 +93,15 @@ type TestInfo struct {
 
 	// Title: "<Verb> [<AtomicType>] [Bidirectional] [Post List] BW|Latency
 	// [forwarding] [Multicast] Test".
-	Verb          Verb
-	Test          TestKind
-	AtomicType    AtomicType // printed for Atomic only
-	Duplex        bool       // -b: "Bidirectional", TX depth on both sides
-	PostList      int        // -l: "Post List" in BW titles and a line when > 1
-	RecvPostList  int        // --recv_post_list: a line when > 1
-	MACForwarding bool       // raw Ethernet --mac_fwd: "forwarding" and the Buffer size line
-	BufferSize    int        // printed by the Buffer size line (perftest's buff_size/2)
-	Multicast     bool       // -g: "Multicast" and " MultiCast runs on UD!"
+	Verb          perftest.Verb
+	Test          perftest.TestKind
+	AtomicType    perftest.AtomicType // printed for Atomic only
+	Duplex        bool                // -b: "Bidirectional", TX depth on both sides
+	PostList      int                 // -l: "Post List" in BW titles and a line when > 1
+	RecvPostList  int                 // --recv_post_list: a line when > 1
+	MACForwarding bool                // raw Ethernet --mac_fwd: "forwarding" and the Buffer size line
+	BufferSize    int                 // printed by the Buffer size line (perftest's buff_size/2)
+	Multicast     bool                // -g: "Multicast" and " MultiCast runs on UD!"
 
 	Events     bool // -e: " Test with events. Using <dev>_comp<vector>"
 	CompVector int  // -X
@@ -206,7 +110,7 @@ type TestInfo struct {
 	Device     string
 	NumQPs     int // as perftest prints it (doubled by -O, DC/XRC duplex)
 	Transport  Transport
-	Connection Connection
+	Connection perftest.Connection
 	SRQ        bool
 
 	// RelaxedOrdering is "ON", "OFF" or "Unsupported" (a build without
@@ -260,11 +164,11 @@ type TestInfo struct {
 	DLID uint16
 
 	// Report options.
-	Gbits         bool   // --report_gbits: Gb/s (10^9 bits) instead of MiB/s
-	Output        Output // --output
-	CPUUtil       bool   // --cpu_util with -D: the CPU_Util column
-	ReportPerPort bool   // --report-per-port
-	Duration      bool   // -D: duration mode (latency tables change)
+	Gbits         bool            // --report_gbits: Gb/s (10^9 bits) instead of MiB/s
+	Output        perftest.Output // --output
+	CPUUtil       bool            // --cpu_util with -D: the CPU_Util column
+	ReportPerPort bool            // --report-per-port
+	Duration      bool            // -D: duration mode (latency tables change)
 	// ReportUnsorted (-U) and ReportHistogram (-H) dump the latency
 	// samples before the row.
 	ReportUnsorted  bool
@@ -273,13 +177,14 @@ type TestInfo struct {
 
 // NewTestInfo returns a TestInfo for verb and kind with perftest's
 // defaults for the fields the caller usually does not change: one QP, IB
-// transport and link, RC, relaxed ordering ON, lock-free OFF, post lists
+// transport and link, RC, FETCH_AND_ADD, relaxed ordering ON, lock-free OFF, post lists
 // of 1, CQ moderation 1, CQE poll batch 16 (not dynamic), MTU 1024, and
 // NotSet for GIDIndex, GIDIndex2, TOS and NUMANode.
-func NewTestInfo(verb Verb, kind TestKind) TestInfo {
+func NewTestInfo(verb perftest.Verb, kind perftest.TestKind) TestInfo {
 	return TestInfo{
 		Verb:            verb,
 		Test:            kind,
+		AtomicType:      perftest.FetchAndAdd,
 		PostList:        1,
 		RecvPostList:    1,
 		NumQPs:          1,
@@ -299,11 +204,11 @@ func NewTestInfo(verb Verb, kind TestKind) TestInfo {
 // ["RDMA_Write", "Bidirectional", "BW"] ("Test" excluded).
 func (ti *TestInfo) titleParts() []string {
 	parts := []string{ti.Verb.String()}
-	if ti.Verb == Atomic {
+	if ti.Verb == perftest.Atomic {
 		parts = append(parts, ti.AtomicType.String())
 	}
 	switch ti.Test {
-	case BWTest:
+	case perftest.Bandwidth:
 		if ti.Duplex {
 			parts = append(parts, "Bidirectional")
 		}
@@ -311,7 +216,7 @@ func (ti *TestInfo) titleParts() []string {
 			parts = append(parts, "Post List")
 		}
 		parts = append(parts, "BW")
-	case LatencyTest:
+	case perftest.Latency:
 		parts = append(parts, "Latency")
 	}
 	if ti.MACForwarding {
@@ -347,13 +252,13 @@ func (ti *TestInfo) JSONTestName() string {
 }
 
 // full reports whether the run prints everything (no --output).
-func (ti *TestInfo) full() bool { return ti.Output == OutputFull }
+func (ti *TestInfo) full() bool { return ti.Output == perftest.OutputFull }
 
 // recvDepthShown reports whether the header shows RX depth.
 func (ti *TestInfo) recvDepthShown() bool {
-	recv := ti.Verb.HasRecvCompletions()
+	recv := ti.Verb.HasReceives()
 	if ti.Version == Perftest606 {
-		recv = ti.Verb == Send // 6.06 tests verb == SEND only
+		recv = ti.Verb == perftest.Send // 6.06 tests verb == SEND only
 	}
 	return recv && (ti.Server || ti.Duplex)
 }

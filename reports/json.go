@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/pvperf/pvperf/perftest"
 )
 
 // JSON output
@@ -166,10 +168,10 @@ func testInfoJSON(ti *TestInfo) *jsonObject {
 	if ti.RecvPostList > 1 {
 		o.integer("Recv_Post_List", int64(ti.RecvPostList))
 	}
-	if ti.Verb.HasRecvCompletions() && (ti.Server || ti.Duplex) {
+	if ti.Verb.HasReceives() && (ti.Server || ti.Duplex) {
 		o.integer("RX_depth", int64(ti.RxDepth))
 	}
-	if ti.Test == BWTest {
+	if ti.Test == perftest.Bandwidth {
 		o.integer("CQ_Moderation", int64(ti.CQMod))
 	}
 	o.integer("Mtu", int64(ti.MTU))
@@ -183,7 +185,7 @@ func testInfoJSON(ti *TestInfo) *jsonObject {
 	if ti.DualPort && ti.GIDIndex2 != NotSet {
 		o.integer("GID_index2", int64(ti.GIDIndex2))
 	}
-	if ti.Verb != Read && ti.Verb != Atomic {
+	if ti.Verb != perftest.Read && ti.Verb != perftest.Atomic {
 		o.integer("Max_inline_data", int64(ti.InlineSize))
 	} else {
 		o.integer("Outstand_reads", int64(ti.OutReads))
@@ -209,9 +211,9 @@ func bwJSON(ti *TestInfo, row BWRow) *jsonObject {
 	o := &jsonObject{}
 	r := row.BWResult
 	switch ti.Output {
-	case OutputBandwidth:
+	case perftest.OutputBandwidth:
 		o.float("bw_avg", "%lf", r.Average)
-	case OutputMessageRate:
+	case perftest.OutputMessageRate:
 		o.float("msgRate_avg", "%lf", r.MsgRate)
 	default:
 		f := "%.2lf"
@@ -232,7 +234,7 @@ func bwJSON(ti *TestInfo, row BWRow) *jsonObject {
 // keys after perftest's.
 func latencyJSON(ti *TestInfo, r *LatencyResult) *jsonObject {
 	o := &jsonObject{}
-	if ti.Output == OutputLatency {
+	if ti.Output == perftest.OutputLatency {
 		o.float("avg_lat", "%lf", r.Avg)
 		return o
 	}
@@ -257,7 +259,7 @@ func latencyJSON(ti *TestInfo, r *LatencyResult) *jsonObject {
 // latencyDurationJSON is perftest's write_report_lat_duration_to_file.
 func latencyDurationJSON(ti *TestInfo, r LatencyDurationResult) *jsonObject {
 	o := &jsonObject{}
-	if ti.Output == OutputLatency {
+	if ti.Output == perftest.OutputLatency {
 		o.float("t_avg", "%lf", r.Avg)
 		return o
 	}

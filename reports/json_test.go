@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pvperf/pvperf/perftest"
 )
 
 var update = flag.Bool("update", false, "rewrite the testdata/*.golden files")
@@ -33,7 +35,7 @@ func golden(t *testing.T, name, got string) {
 }
 
 // jsonRXE is a 6.29 client on the captures' device.
-func jsonRXE(verb Verb, kind TestKind) TestInfo {
+func jsonRXE(verb perftest.Verb, kind perftest.TestKind) TestInfo {
 	ti := rxeInfo(Perftest629, verb, kind, false)
 	return ti
 }
@@ -59,7 +61,7 @@ func jsonCases(t *testing.T) map[string]struct {
 	// ib_write_bw -a --report_gbits: every size kept, the small ones with 6
 	// decimals.
 	{
-		ti := jsonRXE(Write, BWTest)
+		ti := jsonRXE(perftest.Write, perftest.Bandwidth)
 		ti.Gbits = true
 		var r JSONReport
 		r.AddBW(&ti, bw(2, 10, 0.000298, 0.000112, 0.006974), nil)
@@ -73,7 +75,7 @@ func jsonCases(t *testing.T) map[string]struct {
 	// ib_send_bw -b --report-both on the server, with --cpu_util: the summed
 	// rows and both sides' own.
 	{
-		ti := rxeInfo(Perftest629, Send, BWTest, true)
+		ti := rxeInfo(Perftest629, perftest.Send, perftest.Bandwidth, true)
 		ti.Duplex = true
 		ti.CPUUtil = true
 		var r JSONReport
@@ -87,7 +89,7 @@ func jsonCases(t *testing.T) map[string]struct {
 	}
 	// ib_read_lat -a (two sizes) from computed statistics.
 	{
-		ti := jsonRXE(Read, LatencyTest)
+		ti := jsonRXE(perftest.Read, perftest.Latency)
 		ti.TxDepth = 1
 		var r JSONReport
 		r.AddLatency(mustLatency(t, LatencyInput{Size: 2, Iters: 10, Samples: []int64{3000, 2500, 9000, 2600, 2700, 50000, 2800, 3100, 2650}, RTTFactor: 1}))
@@ -99,7 +101,7 @@ func jsonCases(t *testing.T) map[string]struct {
 	}
 	// ib_write_lat -D: duration-mode rows.
 	{
-		ti := jsonRXE(Write, LatencyTest)
+		ti := jsonRXE(perftest.Write, perftest.Latency)
 		ti.Duration = true
 		var r JSONReport
 		r.AddLatencyDuration(ComputeLatencyDuration(LatencyDurationInput{Size: 2, Iters: 200000, Start: 1, End: 1 + 4e9, RTTFactor: 2}))
@@ -110,8 +112,8 @@ func jsonCases(t *testing.T) map[string]struct {
 	}
 	// --output=bandwidth: perftest's single key, without its trailing comma.
 	{
-		ti := jsonRXE(Write, BWTest)
-		ti.Output = OutputBandwidth
+		ti := jsonRXE(perftest.Write, perftest.Bandwidth)
+		ti.Output = perftest.OutputBandwidth
 		var r JSONReport
 		r.AddBW(&ti, bw(65536, 20, 33.45, 28.66, 0.000459), nil)
 		r.AddBW(&ti, bw(8388608, 20, 33.45, math.Inf(1), 0.000459), nil) // not finite: null
@@ -122,7 +124,7 @@ func jsonCases(t *testing.T) map[string]struct {
 	}
 	// Every optional test_info key.
 	{
-		ti := NewTestInfo(Send, BWTest)
+		ti := NewTestInfo(perftest.Send, perftest.Bandwidth)
 		ti.Server = true
 		ti.Duplex = true
 		ti.Events = true
@@ -144,7 +146,7 @@ func jsonCases(t *testing.T) map[string]struct {
 		ti.RdmaCMExchange = true
 		ti.TOS = 32
 		ti.ROCmMemory = On
-		ti.Output = OutputMessageRate
+		ti.Output = perftest.OutputMessageRate
 		var r JSONReport
 		r.AddBW(&ti, BWResult{MsgRate: 1.25}, &BWResult{MsgRate: 2})
 		cases["json_all_test_info"] = struct {
@@ -171,7 +173,7 @@ func TestJSONGolden(t *testing.T) {
 }
 
 func TestJSONKeepsPerftestKeysAndOrder(t *testing.T) {
-	ti := jsonRXE(Write, BWTest)
+	ti := jsonRXE(perftest.Write, perftest.Bandwidth)
 	var r JSONReport
 	for _, size := range []uint64{2, 4, 8} {
 		r.AddBW(&ti, bw(size, 10, 1, 0.5, 0.25), nil)
@@ -210,7 +212,7 @@ func TestJSONKeepsPerftestKeysAndOrder(t *testing.T) {
 }
 
 func TestJSONEmpty(t *testing.T) {
-	ti := NewTestInfo(Read, LatencyTest)
+	ti := NewTestInfo(perftest.Read, perftest.Latency)
 	got, _ := JSON(&ti, &JSONReport{}, nil)
 	if !json.Valid([]byte(got)) || !strings.Contains(got, "\"results\": []\n}") {
 		t.Errorf("empty report:\n%s", got)

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/pvperf/pvperf/perftest"
 )
 
 // The results model
@@ -182,7 +184,7 @@ func (n *Num) UnmarshalJSON(b []byte) error {
 // MTU and TX depth. The caller adds the rest.
 func NewRunInfo(test string, ti *TestInfo) RunInfo {
 	kind := KindBW
-	if ti.Test == LatencyTest {
+	if ti.Test == perftest.Latency {
 		kind = KindLatency
 		if ti.Duration {
 			kind = KindLatencyDuration

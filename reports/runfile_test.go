@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pvperf/pvperf/perftest"
 )
 
 // The machine-readable formats: the "pvperf" object of the JSON file, CSV
@@ -26,7 +28,7 @@ func fixtureRuns() map[string]Run {
 
 func TestRunJSONGolden(t *testing.T) {
 	// A whole --out_json file: perftest's keys, then the model.
-	ti := jsonRXE(Write, BWTest)
+	ti := jsonRXE(perftest.Write, perftest.Bandwidth)
 	var r JSONReport
 	run := Run{Info: fixtureInfo("write_bw", KindBW, "RDMA_Write", 2)}
 	for _, size := range []uint64{2, 65536} {

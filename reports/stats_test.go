@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/pvperf/pvperf/perftest"
 )
 
 // The expected values below are computed by hand following perftest's code
@@ -74,7 +76,7 @@ func TestComputeBWCQModAndTruncation(t *testing.T) {
 		t.Errorf("got %+v, want %+v", r, want)
 	}
 	// The row perftest prints for it.
-	ti := NewTestInfo(Write, BWTest)
+	ti := NewTestInfo(perftest.Write, perftest.Bandwidth)
 	ti.Gbits = true
 	if got, want := BWReport(&ti, r, nil), " 4096       5                2849.39            2708.10\t\t     82.644628\n"; got != want {
 		t.Errorf("row = %q, want %q", got, want)
@@ -141,7 +143,7 @@ func TestComputeBWMultiQP(t *testing.T) {
 		t.Errorf("got %+v, want %+v", r, want)
 	}
 	// 1.70 Gb/s is not below 0.1: the normal row.
-	ti := NewTestInfo(Write, BWTest)
+	ti := NewTestInfo(perftest.Write, perftest.Bandwidth)
 	ti.Gbits = true
 	if got, want := BWReport(&ti, r, nil), " 2          4                1.74               1.70   \t\t     106.420222\n"; got != want {
 		t.Errorf("row = %q, want %q", got, want)
@@ -194,7 +196,7 @@ func TestComputeBWZeroWindow(t *testing.T) {
 	if !math.IsInf(r.Peak, 1) || !math.IsInf(r.Average, 1) {
 		t.Errorf("got %+v", r)
 	}
-	ti := NewTestInfo(Write, BWTest)
+	ti := NewTestInfo(perftest.Write, perftest.Bandwidth)
 	if got, want := BWReport(&ti, r, nil), " 8          1                inf                inf    \t\t     inf    \n"; got != want {
 		t.Errorf("row = %q, want %q", got, want)
 	}
@@ -255,7 +257,7 @@ func TestComputeLatencyOddCount(t *testing.T) {
 	//          (the true standard deviation is about 0.1 us)
 	// p99 = d[ceil(7*0.99)] = d[ceil(6.93)] = d[7]; p99.9 = d[ceil(6.993)] = d[7] -> 4.50
 	samples := []int64{3000, 2500, 9000, 2600, 2700, 50000, 2800, 3100, 2650}
-	r, err := ComputeLatency(LatencyInput{Size: 2, Iters: 10, Samples: samples, Clock: Nanoseconds, RTTFactor: Send.RTTFactor()})
+	r, err := ComputeLatency(LatencyInput{Size: 2, Iters: 10, Samples: samples, Clock: Nanoseconds, RTTFactor: perftest.Send.RTTFactor()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +265,7 @@ func TestComputeLatencyOddCount(t *testing.T) {
 		r.Stdev != 0 || r.P99 != 4.5 || r.P999 != 4.5 || r.Measured != 7 || r.Unit != "usec" || r.Quotient != 2000 {
 		t.Errorf("got %+v", r)
 	}
-	ti := NewTestInfo(Send, LatencyTest)
+	ti := NewTestInfo(perftest.Send, perftest.Latency)
 	want := " 2       10          1.25           4.50         1.35     \t       1.38        \t0.00   \t\t4.50    \t\t4.50   \n"
 	if got := LatencyReport(&ti, &r); got != want {
 		t.Errorf("row = %q, want %q", got, want)
@@ -286,7 +288,7 @@ func TestComputeLatencyEvenCountCycles(t *testing.T) {
 	// p99 = d[ceil(5.94)] = d[6] = 250; p99.9 = d[ceil(5.994)] = d[6] = 250
 	r, err := ComputeLatency(LatencyInput{
 		Size: 8, Iters: 9, Samples: []int64{100, 107, 98, 250, 103, 99, 1000, 101},
-		Clock: Clock{MHz: 2394.455}, RTTFactor: Read.RTTFactor(), Cycles: true,
+		Clock: Clock{MHz: 2394.455}, RTTFactor: perftest.Read.RTTFactor(), Cycles: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -296,7 +298,7 @@ func TestComputeLatencyEvenCountCycles(t *testing.T) {
 		t.Errorf("got %+v", r)
 	}
 	// -C keeps the [usec] header.
-	ti := NewTestInfo(Read, LatencyTest)
+	ti := NewTestInfo(perftest.Read, perftest.Latency)
 	if got, want := LatencyReport(&ti, &r), " 8       9          98.00          250.00       100.00   \t       101.33      \t2.58   \t\t250.00  \t\t250.00 \n"; got != want {
 		t.Errorf("row = %q, want %q", got, want)
 	}
@@ -322,7 +324,7 @@ func TestComputeLatencyPercentileIndexes(t *testing.T) {
 		t.Errorf("got min %v max %v typical %v avg %v stdev %v p99 %v p99.9 %v m %d",
 			r.Min, r.Max, r.Typical, r.Avg, r.Stdev, r.P99, r.P999, r.Measured)
 	}
-	ti := NewTestInfo(Read, LatencyTest)
+	ti := NewTestInfo(perftest.Read, perftest.Latency)
 	if got, want := LatencyReport(&ti, &r), " 64      1000          1.00           998.00       499.00   \t       499.00      \t287.81 \t\t989.00  \t\t998.00 \n"; got != want {
 		t.Errorf("row = %q, want %q", got, want)
 	}
@@ -347,7 +349,7 @@ func TestComputeLatencyStdevIntOverflow(t *testing.T) {
 	if !math.IsNaN(r.Stdev) || !math.Signbit(r.Stdev) || r.Typical != 100050 || r.Max != 300000 || r.P99 != 300000 {
 		t.Errorf("got %+v", r)
 	}
-	ti := NewTestInfo(Read, LatencyTest)
+	ti := NewTestInfo(perftest.Read, perftest.Latency)
 	if got, want := LatencyReport(&ti, &r), " 2       7          100.00         300000.00      100050.00  \t       100050.00     \t-nan   \t\t300000.00 \t\t300000.00\n"; got != want {
 		t.Errorf("row = %q, want %q", got, want)
 	}
@@ -415,7 +417,7 @@ func TestComputeLatencyDuration(t *testing.T) {
 	if want := (LatencyDurationResult{Size: 2, Iters: 200000, Avg: 10, TPS: 50000}); r != want {
 		t.Errorf("got %+v, want %+v", r, want)
 	}
-	ti := NewTestInfo(Write, LatencyTest)
+	ti := NewTestInfo(perftest.Write, perftest.Latency)
 	ti.Duration = true
 	if got, want := LatencyDurationReport(&ti, r), " 2             200000            10.00          50000.00\n"; got != want {
 		t.Errorf("row = %q, want %q", got, want)

@@ -3,6 +3,8 @@ package reports
 import (
 	"io"
 	"strings"
+
+	"github.com/pvperf/pvperf/perftest"
 )
 
 // Every Write function formats its whole output first and writes it with
@@ -88,7 +90,7 @@ func Header(ti *TestInfo) string {
 	if ti.DCSActiveStreams != 0 {
 		p(" DCS active num streams : %d\n", ti.DCSActiveStreams)
 	}
-	if ti.Test == BWTest {
+	if ti.Test == perftest.Bandwidth {
 		p(" CQ Moderation   : %d\n", ti.CQMod)
 		if !v606 {
 			if ti.DynamicCQEPoll {
@@ -109,7 +111,7 @@ func Header(ti *TestInfo) string {
 	if ti.DualPort && ti.GIDIndex2 != NotSet {
 		p(" GID index2      : %d\n", ti.GIDIndex2)
 	}
-	if ti.Verb != Read && ti.Verb != Atomic {
+	if ti.Verb != perftest.Read && ti.Verb != perftest.Atomic {
 		p(" Max inline data : %d[B]\n", ti.InlineSize)
 	} else {
 		p(" Outstand reads  : %d\n", ti.OutReads)
@@ -179,19 +181,6 @@ func (s Side) String() string {
 	return "local"
 }
 
-// Dest is one QP's connection data (perftest's pingpong_dest) as the
-// address lines print it.
-type Dest struct {
-	LID      uint16
-	OutReads uint32 // printed for READ
-	QPN      uint32
-	PSN      uint32
-	RKey     uint32 // printed for READ and WRITE
-	VAddr    uint64 // printed for READ and WRITE
-	GID      [16]byte
-	SRQN     uint32 // printed for XRC and DC
-}
-
 // AddressLine returns one QP's address line and, when a GID is in use, its
 // GID line (perftest's ctx_print_pingpong_data), or "" with --output.
 //
@@ -203,13 +192,13 @@ type Dest struct {
 // and connection RC, so none of the extra fields appear. The GID line
 // (16 bytes in decimal, %02d) follows when GIDIndex is set, or for
 // multicast ("MGID") on the sides that have the group.
-func AddressLine(ti *TestInfo, side Side, d Dest) string {
+func AddressLine(ti *TestInfo, side Side, d perftest.Dest) string {
 	if !ti.full() {
 		return ""
 	}
 	verb, conn := ti.Verb, ti.Connection
 	if ti.RdmaCMExchange {
-		verb, conn = Send, RC
+		verb, conn = perftest.Send, perftest.RC
 	}
 	lid := d.LID
 	if side == Remote && ti.DLID != 0 {
@@ -218,13 +207,13 @@ func AddressLine(ti *TestInfo, side Side, d Dest) string {
 	var b strings.Builder
 	b.WriteString(cSprintf(basicAddrFmt, side.String(), lid, d.QPN, d.PSN))
 	switch verb {
-	case Read:
+	case perftest.Read:
 		b.WriteString(cSprintf(readFmt, d.OutReads))
 		b.WriteString(cSprintf(rdmaFmt, d.RKey, d.VAddr))
-	case Write:
+	case perftest.Write:
 		b.WriteString(cSprintf(rdmaFmt, d.RKey, d.VAddr))
 	}
-	if conn == XRC || conn == DC {
+	if conn == perftest.XRC || conn == perftest.DC {
 		b.WriteString(cSprintf(srqnFmt, d.SRQN))
 	}
 	b.WriteString("\n")
@@ -232,7 +221,7 @@ func AddressLine(ti *TestInfo, side Side, d Dest) string {
 	localMGID := side == Local && ti.Server
 	remoteMGID := side == Remote && !ti.Server
 	mgid := ti.Multicast && (ti.Duplex || localMGID || remoteMGID)
-	if (ti.GIDIndex > NotSet || mgid) && conn != RawEth {
+	if (ti.GIDIndex > NotSet || mgid) && conn != perftest.RawEth {
 		label := "GID"
 		if mgid {
 			label = "MGID"
@@ -249,7 +238,7 @@ func AddressLine(ti *TestInfo, side Side, d Dest) string {
 
 // WriteAddresses writes the address lines of all local QPs, then of all
 // remote QPs, as perftest's mains do.
-func WriteAddresses(w io.Writer, ti *TestInfo, local, remote []Dest) error {
+func WriteAddresses(w io.Writer, ti *TestInfo, local, remote []perftest.Dest) error {
 	var b strings.Builder
 	for _, d := range local {
 		b.WriteString(AddressLine(ti, Local, d))
@@ -346,9 +335,9 @@ func BWReport(ti *TestInfo, local BWResult, remote *BWResult) string {
 	r := row.BWResult
 	var s string
 	switch {
-	case ti.Output == OutputBandwidth:
+	case ti.Output == perftest.OutputBandwidth:
 		return cSprintf(valueFmt, r.Average)
-	case ti.Output == OutputMessageRate:
+	case ti.Output == perftest.OutputMessageRate:
 		return cSprintf(valueFmt, r.MsgRate)
 	case ti.ReportPerPort:
 		s = cSprintf(reportFmtPerPort, r.Size, r.Iters, r.Peak, r.Average, r.MsgRate,
@@ -387,7 +376,7 @@ func WriteBWReport(w io.Writer, ti *TestInfo, local BWResult, remote *BWResult) 
 // header never has the per-port columns.)
 func WriteBWReportBoth(w io.Writer, ti *TestInfo, local, remote BWResult) error {
 	lt, rt := localResults, remoteResults
-	if ti.Verb == Atomic {
+	if ti.Verb == perftest.Atomic {
 		lt, rt = localResultsAtomic, remoteResultsAtomic
 	}
 	cols := ti.bwColumns(false)
@@ -445,7 +434,7 @@ func LatencyReport(ti *TestInfo, r *LatencyResult) string {
 	if (ti.ReportUnsorted || ti.ReportHistogram) && ti.full() {
 		b.WriteString(ResultLine + ti.latencyColumns())
 	}
-	if ti.Output == OutputLatency {
+	if ti.Output == perftest.OutputLatency {
 		b.WriteString(cSprintf(valueFmt, r.Avg))
 		return b.String()
 	}
@@ -484,7 +473,7 @@ func WriteSamples(w io.Writer, unit string, values []float64) error {
 // LatencyDurationReport returns a duration-mode latency row (perftest's
 // print_report_lat_duration), or "%lf\n" of t_avg with --output=latency.
 func LatencyDurationReport(ti *TestInfo, r LatencyDurationResult) string {
-	if ti.Output == OutputLatency {
+	if ti.Output == perftest.OutputLatency {
 		return cSprintf(valueFmt, r.Avg)
 	}
 	return cSprintf(reportFmtLatDur, r.Size, r.Iters, r.Avg, r.TPS) + ti.reportExt(r.CPUUtil)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/pvperf/pvperf/perftest"
 )
 
 // The expected strings here are perftest's format strings applied by hand
@@ -24,7 +26,7 @@ func TestResultLines(t *testing.T) {
 }
 
 func TestHeaderAllConditionalLines(t *testing.T) {
-	ti := NewTestInfo(Send, BWTest)
+	ti := NewTestInfo(perftest.Send, perftest.Bandwidth)
 	ti.Server = true
 	ti.Duplex = true
 	ti.PostList = 4
@@ -36,7 +38,7 @@ func TestHeaderAllConditionalLines(t *testing.T) {
 	ti.Device = "mlx5_0"
 	ti.NumQPs = 2
 	ti.Transport = TransportIWARP
-	ti.Connection = UD
+	ti.Connection = perftest.UD
 	ti.SRQ = true
 	ti.LockFree = On
 	ti.RelaxedOrderingWarning = true
@@ -129,7 +131,7 @@ func TestHeaderBuildVariants(t *testing.T) {
 		{"6.29 defaults", Perftest629, "", "", " PCIe relax order: ON\t\tLock-free      : OFF\n"},
 		{"6.06 no RO", Perftest606, Unsupported, Unsupported, " PCIe relax order: Unsupported\n ibv_wr* API     : OFF\n"},
 	} {
-		ti := NewTestInfo(Write, BWTest)
+		ti := NewTestInfo(perftest.Write, perftest.Bandwidth)
 		ti.Version = c.version
 		ti.RelaxedOrdering = c.ro
 		ti.LockFree = c.lf
@@ -145,15 +147,15 @@ func TestHeaderLinesByTest(t *testing.T) {
 	// RX depth: recv verbs on the server (6.29: SEND, SEND_IMM, WRITE_IMM;
 	// 6.06: SEND only).
 	for _, c := range []struct {
-		verb    Verb
+		verb    perftest.Verb
 		version Version
 		want    bool
 	}{
-		{Send, Perftest629, true}, {SendImm, Perftest629, true}, {WriteImm, Perftest629, true},
-		{Write, Perftest629, false}, {Read, Perftest629, false},
-		{Send, Perftest606, true}, {SendImm, Perftest606, false}, {WriteImm, Perftest606, false},
+		{perftest.Send, Perftest629, true}, {perftest.SendImm, Perftest629, true}, {perftest.WriteImm, Perftest629, true},
+		{perftest.Write, Perftest629, false}, {perftest.Read, Perftest629, false},
+		{perftest.Send, Perftest606, true}, {perftest.SendImm, Perftest606, false}, {perftest.WriteImm, Perftest606, false},
 	} {
-		ti := NewTestInfo(c.verb, LatencyTest)
+		ti := NewTestInfo(c.verb, perftest.Latency)
 		ti.Version = c.version
 		ti.Server = true
 		ti.RxDepth = 512
@@ -163,18 +165,18 @@ func TestHeaderLinesByTest(t *testing.T) {
 	}
 
 	// The CQE poll batch as a number (%hu), and no CQ lines in latency tests.
-	ti := NewTestInfo(Write, BWTest)
+	ti := NewTestInfo(perftest.Write, perftest.Bandwidth)
 	ti.CQEPollBatch = 64
 	if !has(ti, " CQ Moderation   : 1\n CQE Poll Batch  : 64\n Mtu") {
 		t.Error("BW test: no CQ moderation / poll batch lines")
 	}
-	ti.Test = LatencyTest
+	ti.Test = perftest.Latency
 	if has(ti, "CQ Moderation") || has(ti, "CQE Poll Batch") {
 		t.Error("latency test has CQ lines")
 	}
 	// Outstanding reads instead of inline for READ and ATOMIC.
-	ti = NewTestInfo(Atomic, LatencyTest)
-	ti.AtomicType = CmpAndSwap
+	ti = NewTestInfo(perftest.Atomic, perftest.Latency)
+	ti.AtomicType = perftest.CmpAndSwap
 	ti.OutReads = 16
 	if !has(ti, "                    Atomic CMP_AND_SWAP Latency Test\n") || !has(ti, " Outstand reads  : 16\n") || has(ti, "Max inline") {
 		t.Errorf("atomic header:\n%s", Header(&ti))
@@ -184,7 +186,7 @@ func TestHeaderLinesByTest(t *testing.T) {
 	}
 	// No GID line without a GID index; TOS only with rdma_cm QPs; the
 	// GID index2 line only in dual-port mode; NUMA only when known.
-	ti = NewTestInfo(Send, BWTest)
+	ti = NewTestInfo(perftest.Send, perftest.Bandwidth)
 	ti.GIDIndex2 = 2
 	ti.TOS = 5
 	if has(ti, "GID index") || has(ti, "TOS") || has(ti, "NUMA") || has(ti, "ROCm") || has(ti, "MUSA") {
@@ -197,7 +199,7 @@ func TestHeaderLinesByTest(t *testing.T) {
 		t.Errorf("forwarding header:\n%s", Header(&ti))
 	}
 	// 6.06 has neither the MUSA nor the NUMA line.
-	ti = NewTestInfo(Send, BWTest)
+	ti = NewTestInfo(perftest.Send, perftest.Bandwidth)
 	ti.Version = Perftest606
 	ti.MUSAMemory = On
 	ti.NUMANode = 0
@@ -207,20 +209,20 @@ func TestHeaderLinesByTest(t *testing.T) {
 }
 
 func TestOutputSuppressesEverythingButValues(t *testing.T) {
-	ti := NewTestInfo(Write, BWTest)
+	ti := NewTestInfo(perftest.Write, perftest.Bandwidth)
 	ti.Server = true
-	ti.Output = OutputBandwidth
+	ti.Output = perftest.OutputBandwidth
 	var b bytes.Buffer
 	must(t, WriteWaitingBanner(&b, &ti))
 	must(t, WriteHeader(&b, &ti))
-	must(t, WriteAddresses(&b, &ti, []Dest{{QPN: 1}}, []Dest{{QPN: 2}}))
+	must(t, WriteAddresses(&b, &ti, []perftest.Dest{{QPN: 1}}, []perftest.Dest{{QPN: 2}}))
 	must(t, WriteBWHeader(&b, &ti))
 	must(t, WriteBWReport(&b, &ti, BWResult{Size: 65536, Iters: 5000, Peak: 1, Average: 11031.1234567, MsgRate: 0.176498}, nil))
 	must(t, WriteResultLine(&b, &ti))
 	if got, want := b.String(), "11031.123457\n"; got != want {
 		t.Errorf("--output=bandwidth: %q, want %q", got, want)
 	}
-	ti.Output = OutputMessageRate
+	ti.Output = perftest.OutputMessageRate
 	if got, want := BWReport(&ti, BWResult{MsgRate: 0.1764981}, nil), "0.176498\n"; got != want {
 		t.Errorf("--output=message_rate: %q, want %q", got, want)
 	}
@@ -229,8 +231,8 @@ func TestOutputSuppressesEverythingButValues(t *testing.T) {
 		t.Errorf("--output=message_rate -b: %q, want %q", got, want)
 	}
 
-	lt := NewTestInfo(Send, LatencyTest)
-	lt.Output = OutputLatency
+	lt := NewTestInfo(perftest.Send, perftest.Latency)
+	lt.Output = perftest.OutputLatency
 	r := LatencyResult{Size: 2, Iters: 1000, Avg: 1.234, Unit: "usec"}
 	if got := LatencyHeader(&lt) + LatencyReport(&lt, &r); got != "1.234000\n" {
 		t.Errorf("--output=latency: %q", got)
@@ -249,7 +251,7 @@ func must(t *testing.T, err error) {
 }
 
 func TestWaitingBanner(t *testing.T) {
-	ti := NewTestInfo(Write, BWTest)
+	ti := NewTestInfo(perftest.Write, perftest.Bandwidth)
 	var b bytes.Buffer
 	must(t, WriteWaitingBanner(&b, &ti))
 	if b.Len() != 0 {
@@ -265,7 +267,7 @@ func TestWaitingBanner(t *testing.T) {
 
 func TestAddressLines(t *testing.T) {
 	gid := [16]byte{0xfe, 0x80, 15: 1}
-	d := Dest{LID: 1, OutReads: 16, QPN: 0, PSN: 0x63ad7d, RKey: 0x17eedf, VAddr: 0x7f760c947000, GID: gid, SRQN: 0xa1}
+	d := perftest.Dest{LID: 1, OutReads: 16, QPN: 0, PSN: 0x63ad7d, RKey: 0x17eedf, VAddr: 0x7f760c947000, GID: gid, SRQN: 0xa1}
 	for _, c := range []struct {
 		name string
 		edit func(*TestInfo)
@@ -274,18 +276,18 @@ func TestAddressLines(t *testing.T) {
 	}{
 		{"send IB", func(*TestInfo) {}, Local,
 			" local address: LID 0x01 QPN 000000 PSN 0x63ad7d\n"},
-		{"write RoCE", func(ti *TestInfo) { ti.Verb = Write; ti.GIDIndex = 0 }, Remote,
+		{"write RoCE", func(ti *TestInfo) { ti.Verb = perftest.Write; ti.GIDIndex = 0 }, Remote,
 			" remote address: LID 0x01 QPN 000000 PSN 0x63ad7d RKey 0x17eedf VAddr 0x007f760c947000\n" +
 				" GID: 254:128:00:00:00:00:00:00:00:00:00:00:00:00:00:01\n"},
-		{"read", func(ti *TestInfo) { ti.Verb = Read }, Local,
+		{"read", func(ti *TestInfo) { ti.Verb = perftest.Read }, Local,
 			" local address: LID 0x01 QPN 000000 PSN 0x63ad7d OUT 0x10 RKey 0x17eedf VAddr 0x007f760c947000\n"},
-		{"write_imm and atomic print no keys", func(ti *TestInfo) { ti.Verb = WriteImm }, Local,
+		{"write_imm and atomic print no keys", func(ti *TestInfo) { ti.Verb = perftest.WriteImm }, Local,
 			" local address: LID 0x01 QPN 000000 PSN 0x63ad7d\n"},
-		{"rdma_cm drops the verb fields", func(ti *TestInfo) { ti.Verb = Read; ti.RdmaCMExchange = true; ti.Connection = DC }, Local,
+		{"rdma_cm drops the verb fields", func(ti *TestInfo) { ti.Verb = perftest.Read; ti.RdmaCMExchange = true; ti.Connection = perftest.DC }, Local,
 			" local address: LID 0x01 QPN 000000 PSN 0x63ad7d\n"},
-		{"XRC", func(ti *TestInfo) { ti.Connection = XRC }, Local,
+		{"XRC", func(ti *TestInfo) { ti.Connection = perftest.XRC }, Local,
 			" local address: LID 0x01 QPN 000000 PSN 0x63ad7d SRQn 0x0000a1\n"},
-		{"DC write", func(ti *TestInfo) { ti.Verb = Write; ti.Connection = DC }, Local,
+		{"DC write", func(ti *TestInfo) { ti.Verb = perftest.Write; ti.Connection = perftest.DC }, Local,
 			" local address: LID 0x01 QPN 000000 PSN 0x63ad7d RKey 0x17eedf VAddr 0x007f760c947000 SRQn 0x0000a1\n"},
 		{"dlid on the remote side", func(ti *TestInfo) { ti.DLID = 0x1234 }, Remote,
 			" remote address: LID 0x1234 QPN 000000 PSN 0x63ad7d\n"},
@@ -302,11 +304,11 @@ func TestAddressLines(t *testing.T) {
 		{"multicast client remote", func(ti *TestInfo) { ti.Multicast = true }, Remote,
 			" remote address: LID 0x01 QPN 000000 PSN 0x63ad7d\n" +
 				" MGID: 254:128:00:00:00:00:00:00:00:00:00:00:00:00:00:01\n"},
-		{"raw ethernet has no GID line", func(ti *TestInfo) { ti.Connection = RawEth; ti.GIDIndex = 0 }, Local,
+		{"raw ethernet has no GID line", func(ti *TestInfo) { ti.Connection = perftest.RawEth; ti.GIDIndex = 0 }, Local,
 			" local address: LID 0x01 QPN 000000 PSN 0x63ad7d\n"},
-		{"--output", func(ti *TestInfo) { ti.Output = OutputBandwidth }, Local, ""},
+		{"--output", func(ti *TestInfo) { ti.Output = perftest.OutputBandwidth }, Local, ""},
 	} {
-		ti := NewTestInfo(Send, BWTest)
+		ti := NewTestInfo(perftest.Send, perftest.Bandwidth)
 		c.edit(&ti)
 		if got := AddressLine(&ti, c.side, d); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
@@ -331,7 +333,7 @@ func TestBWHeaders(t *testing.T) {
 		{"per port 6.06", func(ti *TestInfo) { ti.ReportPerPort = true; ti.Version = Perftest606 }, ResultLinePerPort +
 			" #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]   BW Port1[MB/sec]   MsgRate Port1[Mpps]   BW Port2[MB/sec]   MsgRate Port2[Mpps]\n"},
 	} {
-		ti := NewTestInfo(Write, BWTest)
+		ti := NewTestInfo(perftest.Write, perftest.Bandwidth)
 		c.edit(&ti)
 		if got := BWHeader(&ti); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
@@ -357,7 +359,7 @@ func TestBWRows(t *testing.T) {
 		{"per port", func(ti *TestInfo) { ti.ReportPerPort = true },
 			" 65536      5000           11034.23            11031.12\t\t   0.176498        5515.56            0.088249              5515.56            0.088249\n"},
 	} {
-		ti := NewTestInfo(Write, BWTest)
+		ti := NewTestInfo(perftest.Write, perftest.Bandwidth)
 		c.edit(&ti)
 		if got := BWReport(&ti, r, nil); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
@@ -366,7 +368,7 @@ func TestBWRows(t *testing.T) {
 }
 
 func TestBWRowExtendedAccuracy(t *testing.T) {
-	ti := NewTestInfo(Write, BWTest)
+	ti := NewTestInfo(perftest.Write, perftest.Bandwidth)
 	ti.Gbits = true
 	// " %-7lu    %lu           %-7.6lf            %-7.6lf            %-7.6lf"
 	small := BWResult{Size: 2, Iters: 10, Peak: 0.1, Average: 0.05, MsgRate: 1}
@@ -395,11 +397,11 @@ func TestBWReportBoth(t *testing.T) {
 	hdr := " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]\n"
 	lrow := " 65536      20               32.10              30.50  \t\t     0.000488\n"
 	rrow := " 65536      20               33.20              31.25  \t\t     0.000500\n"
-	for _, verb := range []Verb{Write, Atomic} {
-		ti := NewTestInfo(verb, BWTest)
+	for _, verb := range []perftest.Verb{perftest.Write, perftest.Atomic} {
+		ti := NewTestInfo(verb, perftest.Bandwidth)
 		ti.Duplex = true
 		sp := " " // "\n Local results: \n", but atomic_bw has no trailing space
-		if verb == Atomic {
+		if verb == perftest.Atomic {
 			sp = ""
 		}
 		want := rl + "\n Local results:" + sp + "\n" + rl + hdr + lrow + rl + "\n Remote results:" + sp + "\n" + rl + hdr + rrow
@@ -411,7 +413,7 @@ func TestBWReportBoth(t *testing.T) {
 	}
 	// With --report-per-port the rows have the port columns but the
 	// block's column header does not (perftest prints RESULT_FMT there).
-	ti := NewTestInfo(Write, BWTest)
+	ti := NewTestInfo(perftest.Write, perftest.Bandwidth)
 	ti.Duplex = true
 	ti.ReportPerPort = true
 	var b bytes.Buffer
@@ -422,7 +424,7 @@ func TestBWReportBoth(t *testing.T) {
 }
 
 func TestLatencyHeaders(t *testing.T) {
-	ti := NewTestInfo(Send, LatencyTest)
+	ti := NewTestInfo(perftest.Send, perftest.Latency)
 	want := rl + " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n"
 	if got := LatencyHeader(&ti); got != want {
 		t.Errorf("got %q, want %q", got, want)
@@ -449,7 +451,7 @@ func TestLatencySampleDumps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ti := NewTestInfo(Send, LatencyTest)
+	ti := NewTestInfo(perftest.Send, perftest.Latency)
 	ti.ReportUnsorted = true
 	ti.ReportHistogram = true
 	row := " 2       6          1.25           1.50         1.30     \t       1.30        \t0.00   \t\t1.50    \t\t1.50   \n"
@@ -464,9 +466,9 @@ func TestLatencySampleDumps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ti = NewTestInfo(Send, LatencyTest)
+	ti = NewTestInfo(perftest.Send, perftest.Latency)
 	ti.ReportHistogram = true
-	ti.Output = OutputLatency
+	ti.Output = perftest.OutputLatency
 	if got, want := LatencyReport(&ti, &r), "#, cycles\n1, 1250\n2, 1300\n3, 1350\n1300.000000\n"; got != want {
 		t.Errorf("cycles dump: got %q, want %q", got, want)
 	}
@@ -510,13 +512,13 @@ var errWrite = errors.New("write failed")
 func (failWriter) Write([]byte) (int, error) { return 0, errWrite }
 
 func TestWriteErrors(t *testing.T) {
-	ti := NewTestInfo(Write, BWTest)
+	ti := NewTestInfo(perftest.Write, perftest.Bandwidth)
 	ti.Server = true
 	r := LatencyResult{Size: 2, Iters: 5, Unit: "usec"}
 	for name, err := range map[string]error{
 		"banner":    WriteWaitingBanner(failWriter{}, &ti),
 		"header":    WriteHeader(failWriter{}, &ti),
-		"addresses": WriteAddresses(failWriter{}, &ti, []Dest{{}}, nil),
+		"addresses": WriteAddresses(failWriter{}, &ti, []perftest.Dest{{}}, nil),
 		"bw header": WriteBWHeader(failWriter{}, &ti),
 		"bw row":    WriteBWReport(failWriter{}, &ti, BWResult{}, nil),
 		"both":      WriteBWReportBoth(failWriter{}, &ti, BWResult{}, BWResult{}),

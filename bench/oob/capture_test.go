@@ -19,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pvperf/pvperf/perftest"
 )
 
 // A capture is one recorded run of real perftest binaries (testdata/captures;
@@ -70,7 +72,7 @@ func loadCapture(t testing.TB, name string) *capture {
 		case strings.HasPrefix(l, "@@@ARGS "):
 			c.args = strings.TrimPrefix(l, "@@@ARGS ")
 			continue
-		case strings.HasPrefix(l, "@@@RC "):
+		case strings.HasPrefix(l, "@@@perftest.RC "):
 			continue
 		case l == "@@@SERVER", l == "@@@CLIENT", l == "@@@OOB":
 			section = l
@@ -172,7 +174,7 @@ func (c *capture) side(client bool) sideMsgs {
 // out-of-band messages (as perftest's test mains order them).
 type scenario struct {
 	file   string
-	verb   Verb
+	verb   perftest.Verb
 	lat    bool
 	duplex bool // -b
 	qps    int
@@ -184,7 +186,7 @@ type values struct {
 	sys     SysData
 	mtu     MTU
 	params  *Params
-	keys    []Key // per QP
+	keys    []perftest.Dest // per QP
 	report  BWReport
 }
 
@@ -194,11 +196,11 @@ type received struct {
 	sys     SysData
 	mtu     MTU
 	params  *Params
-	keys    []Key
+	keys    []perftest.Dest
 	report  *BWReport
 }
 
-func mustKey(t testing.TB, b []byte) Key {
+func mustKey(t testing.TB, b []byte) perftest.Dest {
 	t.Helper()
 	k, err := ParseKey(b, KeyGID)
 	if err != nil {
@@ -244,7 +246,7 @@ func valuesOf(t testing.TB, sc scenario, s sideMsgs) values {
 		v.params = &p
 	}
 	first := 0 // round 1 starts after the latency tests' extra handshake
-	if sc.lat && sc.verb != Send {
+	if sc.lat && sc.verb != perftest.Send {
 		first = 1
 	}
 	for i := 0; i < sc.qps; i++ {
@@ -285,22 +287,22 @@ func runSequence(c *Conn, sc scenario, v values) (received, error) {
 		return err
 	}
 	var steps []int // QP of each handshake before the end of the test
-	if sc.lat && sc.verb != Send {
+	if sc.lat && sc.verb != perftest.Send {
 		steps = append(steps, 0) // extra handshake of the latency tests
 	}
 	for i := 0; i < sc.qps; i++ {
 		steps = append(steps, i) // round 1
 	}
-	if sc.verb == Send {
+	if sc.verb == perftest.Send {
 		steps = append(steps, 0)
 	}
 	for i := 0; i < sc.qps; i++ {
 		steps = append(steps, i) // round 2
 	}
-	if sc.verb != Send {
+	if sc.verb != perftest.Send {
 		steps = append(steps, 0) // barrier after RTR
 	}
-	if sc.verb == Send || sc.duplex {
+	if sc.verb == perftest.Send || sc.duplex {
 		steps = append(steps, 0) // start barrier
 	}
 	for _, qp := range steps {
@@ -317,10 +319,10 @@ func runSequence(c *Conn, sc scenario, v values) (received, error) {
 		return err
 	}
 	switch {
-	case sc.lat && sc.verb == Write:
+	case sc.lat && sc.verb == perftest.Write:
 		// write_lat: no final handshake, the process just exits.
 		return r, c.Close()
-	case !sc.lat && sc.verb != Send:
+	case !sc.lat && sc.verb != perftest.Send:
 		if !sc.duplex {
 			if err := hs(0); err != nil {
 				return r, err
@@ -382,30 +384,30 @@ func fakePeer(nc net.Conn, c *capture, peerIsClient bool) error {
 }
 
 var replays = []scenario{
-	{file: "perftest-6.29/write_bw.txt", verb: Write, qps: 1},
-	{file: "perftest-6.29/write_bw_a.txt", verb: Write, qps: 1},
-	{file: "perftest-6.29/read_bw.txt", verb: Read, qps: 1},
-	{file: "perftest-6.29/atomic_bw.txt", verb: Atomic, qps: 1},
-	{file: "perftest-6.29/send_bw.txt", verb: Send, qps: 1},
-	{file: "perftest-6.29/send_lat.txt", verb: Send, lat: true, qps: 1},
-	{file: "perftest-6.29/write_lat.txt", verb: Write, lat: true, qps: 1},
-	{file: "perftest-6.29/read_lat.txt", verb: Read, lat: true, qps: 1},
-	{file: "perftest-6.29/mixed_srv606_cli629_write_bw.txt", verb: Write, qps: 1},
-	{file: "perftest-6.29/mixed_srv629_cli606_write_bw.txt", verb: Write, qps: 1},
-	{file: "perftest-6.06/write_bw.txt", verb: Write, qps: 1},
-	{file: "perftest-6.06/write_bw_nogid.txt", verb: Write, qps: 1},
-	{file: "perftest-6.06/write_bw_gbits_a.txt", verb: Write, qps: 1},
-	{file: "perftest-6.06/write_bw_b.txt", verb: Write, duplex: true, qps: 1},
-	{file: "perftest-6.06/write_bw_q2.txt", verb: Write, qps: 2},
-	{file: "perftest-6.06/write_bw_D.txt", verb: Write, qps: 1},
-	{file: "perftest-6.06/read_bw.txt", verb: Read, qps: 1},
-	{file: "perftest-6.06/atomic_bw.txt", verb: Atomic, qps: 1},
-	{file: "perftest-6.06/send_bw.txt", verb: Send, qps: 1},
-	{file: "perftest-6.06/send_bw_ud.txt", verb: Send, qps: 1},
-	{file: "perftest-6.06/send_lat.txt", verb: Send, lat: true, qps: 1},
-	{file: "perftest-6.06/write_lat.txt", verb: Write, lat: true, qps: 1},
-	{file: "perftest-6.06/read_lat.txt", verb: Read, lat: true, qps: 1},
-	{file: "perftest-6.06/atomic_lat.txt", verb: Atomic, lat: true, qps: 1},
+	{file: "perftest-6.29/write_bw.txt", verb: perftest.Write, qps: 1},
+	{file: "perftest-6.29/write_bw_a.txt", verb: perftest.Write, qps: 1},
+	{file: "perftest-6.29/read_bw.txt", verb: perftest.Read, qps: 1},
+	{file: "perftest-6.29/atomic_bw.txt", verb: perftest.Atomic, qps: 1},
+	{file: "perftest-6.29/send_bw.txt", verb: perftest.Send, qps: 1},
+	{file: "perftest-6.29/send_lat.txt", verb: perftest.Send, lat: true, qps: 1},
+	{file: "perftest-6.29/write_lat.txt", verb: perftest.Write, lat: true, qps: 1},
+	{file: "perftest-6.29/read_lat.txt", verb: perftest.Read, lat: true, qps: 1},
+	{file: "perftest-6.29/mixed_srv606_cli629_write_bw.txt", verb: perftest.Write, qps: 1},
+	{file: "perftest-6.29/mixed_srv629_cli606_write_bw.txt", verb: perftest.Write, qps: 1},
+	{file: "perftest-6.06/write_bw.txt", verb: perftest.Write, qps: 1},
+	{file: "perftest-6.06/write_bw_nogid.txt", verb: perftest.Write, qps: 1},
+	{file: "perftest-6.06/write_bw_gbits_a.txt", verb: perftest.Write, qps: 1},
+	{file: "perftest-6.06/write_bw_b.txt", verb: perftest.Write, duplex: true, qps: 1},
+	{file: "perftest-6.06/write_bw_q2.txt", verb: perftest.Write, qps: 2},
+	{file: "perftest-6.06/write_bw_D.txt", verb: perftest.Write, qps: 1},
+	{file: "perftest-6.06/read_bw.txt", verb: perftest.Read, qps: 1},
+	{file: "perftest-6.06/atomic_bw.txt", verb: perftest.Atomic, qps: 1},
+	{file: "perftest-6.06/send_bw.txt", verb: perftest.Send, qps: 1},
+	{file: "perftest-6.06/send_bw_ud.txt", verb: perftest.Send, qps: 1},
+	{file: "perftest-6.06/send_lat.txt", verb: perftest.Send, lat: true, qps: 1},
+	{file: "perftest-6.06/write_lat.txt", verb: perftest.Write, lat: true, qps: 1},
+	{file: "perftest-6.06/read_lat.txt", verb: perftest.Read, lat: true, qps: 1},
+	{file: "perftest-6.06/atomic_lat.txt", verb: perftest.Atomic, lat: true, qps: 1},
 }
 
 // TestReplayCaptures drives our client against a fake server that replays
@@ -548,7 +550,7 @@ func TestReplayMismatchSize(t *testing.T) {
 		t.Run(role, func(t *testing.T) {
 			c := loadCapture(t, file)
 			ours := c.side(ourClient)
-			sc := scenario{verb: Write, qps: 0}
+			sc := scenario{verb: perftest.Write, qps: 0}
 			v := valuesOf(t, sc, ours)
 			output := c.serverOut
 			if ourClient {

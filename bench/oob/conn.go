@@ -10,6 +10,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/pvperf/pvperf/perftest"
 )
 
 // Timeouts.
@@ -370,18 +372,18 @@ func (c *Conn) Negotiate(local *Params) (*Params, error) {
 // Handshake exchanges one key message each way (perftest's
 // ctx_hand_shake) in format f, and returns the peer's key. Both sides must
 // use the same format.
-func (c *Conn) Handshake(f KeyFormat, local Key) (Key, error) {
-	out, err := local.Marshal(f)
+func (c *Conn) Handshake(f KeyFormat, local perftest.Dest) (perftest.Dest, error) {
+	out, err := MarshalKey(&local, f)
 	if err != nil {
-		return Key{}, err
+		return perftest.Dest{}, err
 	}
 	in := make([]byte, len(out))
 	if err := c.exchange(stepKey, out, in); err != nil {
-		return Key{}, err
+		return perftest.Dest{}, err
 	}
 	remote, err := parseKey(in, f)
 	if err != nil {
-		return Key{}, &ExchangeError{Step: stepKey, Op: "decode", Server: c.role == Server, Data: in, Err: err}
+		return perftest.Dest{}, &ExchangeError{Step: stepKey, Op: "decode", Server: c.role == Server, Data: in, Err: err}
 	}
 	return remote, nil
 }
@@ -393,7 +395,7 @@ var doneMsg = []byte("done\x00")
 // handshake, then (if Features.SendDone) a best-effort "done\0", then
 // closing the connection. The connection is closed even if the handshake
 // fails.
-func (c *Conn) CloseHandshake(f KeyFormat, local Key) (Key, error) {
+func (c *Conn) CloseHandshake(f KeyFormat, local perftest.Dest) (perftest.Dest, error) {
 	remote, err := c.Handshake(f, local)
 	if err == nil && c.haveVer && c.feat.SendDone {
 		// The peer never reads it and may have closed already (the race

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pvperf/pvperf/perftest"
 )
 
 // pair returns our Conn in role and the raw other end of a TCP loopback
@@ -346,14 +348,14 @@ func TestConnPairVersions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sc := scenario{verb: Write, qps: 2}
+			sc := scenario{verb: perftest.Write, qps: 2}
 			mk := func(v string, qpn uint32) values {
 				return values{
 					version: v,
 					sys:     SysData{PageSize: 4096, CacheLineSize: 64},
 					mtu:     MTU1024,
-					params:  &Params{Verb: Write, Tst: BW, ReportFmt: MBS, Size: 65536, Iters: 5000, NumQPs: 2, Duration: 5, Attr: rxeAttr},
-					keys:    []Key{{OutReads: 1, QPN: qpn, PSN: 7}, {OutReads: 1, QPN: qpn + 1, PSN: 8}},
+					params:  &Params{Verb: perftest.Write, Tst: perftest.Bandwidth, ReportFmt: MBS, Size: 65536, Iters: 5000, NumQPs: 2, Duration: 5, Attr: rxeAttr},
+					keys:    []perftest.Dest{{OutReads: 1, QPN: qpn, PSN: 7}, {OutReads: 1, QPN: qpn + 1, PSN: 8}},
 					report:  BWReport{Size: 65536, Iters: 5000, BWAvg: 1000},
 				}
 			}
@@ -399,7 +401,7 @@ func TestHandshakeMalformedKey(t *testing.T) {
 		_, _ = io.ReadFull(peer, make([]byte, 59))
 		_, _ = peer.Write(bad)
 	}()
-	_, err := c.Handshake(KeyPlain, Key{})
+	_, err := c.Handshake(KeyPlain, perftest.Dest{})
 	var ee *ExchangeError
 	if !errors.Is(err, ErrMalformed) || !errors.As(err, &ee) || ee.Op != "decode" {
 		t.Fatalf("got %v", err)
@@ -422,9 +424,9 @@ func TestCloseHandshakeDone(t *testing.T) {
 				t.Fatal(err)
 			}
 			readN(t, peer, VersionSize)
-			k, _ := captureKey.Marshal(KeyPlain)
+			k, _ := MarshalKey(&captureKey, KeyPlain)
 			go func() { _, _ = peer.Write(k) }()
-			if _, err := c.CloseHandshake(KeyPlain, Key{}); err != nil {
+			if _, err := c.CloseHandshake(KeyPlain, perftest.Dest{}); err != nil {
 				t.Fatal(err)
 			}
 			readN(t, peer, KeyPlain.Size())

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/pvperf/pvperf/bench/oob"
+	"github.com/pvperf/pvperf/perftest"
 )
 
 // The client side of a unidirectional ib_write_bw run with one QP, RoCE
@@ -35,14 +36,14 @@ func Example_writeBWClient() {
 		fail(err)
 		return
 	}
-	local := &oob.Params{Verb: oob.Write, Tst: oob.BW, ReportFmt: oob.MBS, Size: 65536, Iters: 5000, NumQPs: 1, Duration: 5}
+	local := &oob.Params{Verb: perftest.Write, Tst: perftest.Bandwidth, ReportFmt: oob.MBS, Size: 65536, Iters: 5000, NumQPs: 1, Duration: 5}
 	if _, err := c.Negotiate(local); err != nil {
 		fail(err) // " size mismatch: local=65536, remote=4096\n"
 		fmt.Fprint(os.Stderr, " Failed to negotiate parameters\n")
 		return
 	}
 	_, _ = sys, mtu // size buffers, connect the QP ...
-	my := oob.Key{OutReads: 1, QPN: 0x11, PSN: 0x86e396, RKey: 0x3b4, VAddr: 0x7f69fd0f2000}
+	my := perftest.Dest{OutReads: 1, QPN: 0x11, PSN: 0x86e396, RKey: 0x3b4, VAddr: 0x7f69fd0f2000}
 	f := oob.KeyFormatFor(true, false)
 	for range 3 { // round 1, round 2 (the "remote address"), barrier after RTR
 		if _, err := c.Handshake(f, my); err != nil {

@@ -6,12 +6,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/pvperf/pvperf/perftest"
 )
 
 func FuzzParseKey(f *testing.F) {
-	for _, k := range []Key{captureKey, {LID: 0xffff, OutReads: 0x80, QPN: 0xffffff, PSN: 1, RKey: 2, VAddr: 3, SRQN: 4, TailMarkersVAddr: 5}} {
+	for _, k := range []perftest.Dest{captureKey, {LID: 0xffff, OutReads: 0x80, QPN: 0xffffff, PSN: 1, RKey: 2, VAddr: 3, SRQN: 4, TailMarkersVAddr: 5}} {
 		for format := KeyPlain; format <= KeyGIDDV; format++ {
-			b, err := k.Marshal(format)
+			b, err := MarshalKey(&k, format)
 			if err != nil {
 				f.Fatal(err)
 			}
@@ -26,7 +28,7 @@ func FuzzParseKey(f *testing.F) {
 		if err != nil {
 			return
 		}
-		enc, err := k.Marshal(kf)
+		enc, err := MarshalKey(&k, kf)
 		if err != nil {
 			t.Fatalf("decoded %+v does not encode: %v", k, err)
 		}
@@ -45,9 +47,9 @@ func FuzzKeyRoundTrip(f *testing.F) {
 	f.Add(uint16(0), uint16(1), uint32(0x11), uint32(0x86e396), uint32(0x3b4), uint64(0x7f69fd0f2000), []byte{10: 0xff, 11: 0xff, 12: 10, 13: 77, 15: 1}, uint32(0), uint64(0), uint8(KeyGID))
 	f.Fuzz(func(t *testing.T, lid, outReads uint16, qpn, psn, rkey uint32, vaddr uint64, gid []byte, srqn uint32, tail uint64, format uint8) {
 		kf := KeyFormat(format % 4)
-		k := Key{LID: lid, OutReads: outReads, QPN: qpn & 0xffffff, PSN: psn & 0xffffff, RKey: rkey, VAddr: vaddr, SRQN: srqn, TailMarkersVAddr: tail}
+		k := perftest.Dest{LID: lid, OutReads: outReads, QPN: qpn & 0xffffff, PSN: psn & 0xffffff, RKey: rkey, VAddr: vaddr, SRQN: srqn, TailMarkersVAddr: tail}
 		copy(k.GID[:], gid)
-		enc, err := k.Marshal(kf)
+		enc, err := MarshalKey(&k, kf)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +65,7 @@ func FuzzKeyRoundTrip(f *testing.F) {
 		}
 		if qpn > 0xffffff {
 			k.QPN = qpn
-			if _, err := k.Marshal(kf); err == nil {
+			if _, err := MarshalKey(&k, kf); err == nil {
 				t.Fatal("25-bit QPN encoded")
 			}
 		}

@@ -2,20 +2,9 @@ package oob
 
 import (
 	"fmt"
-)
 
-// Key is what one QP tells its peer (perftest's struct pingpong_dest).
-type Key struct {
-	LID              uint16
-	OutReads         uint16 // outstanding RDMA reads/atomics; 1 for write and send
-	QPN              uint32 // 24 bits
-	PSN              uint32 // 24 bits
-	RKey             uint32
-	VAddr            uint64
-	GID              [16]byte // only in the GID formats
-	SRQN             uint32
-	TailMarkersVAddr uint64 // only in the --data_validation formats
-}
+	"github.com/pvperf/pvperf/perftest"
+)
 
 // KeyFormat is one of the four text forms of a key message. perftest picks
 // it from the local GID index (-1: no GID) and --data_validation, and
@@ -87,10 +76,10 @@ func (f KeyFormat) String() string {
 	return fmt.Sprintf("KeyFormat(%d)", uint8(f))
 }
 
-// Marshal returns the key message in format f, exactly as perftest's
+// MarshalKey returns the key message of k in format f, exactly as perftest's
 // ethernet_write_keys sprintf()s it, NUL included. It fails if QPN or PSN
 // do not fit in 24 bits (perftest would then overflow its buffer).
-func (k *Key) Marshal(f KeyFormat) ([]byte, error) {
+func MarshalKey(k *perftest.Dest, f KeyFormat) ([]byte, error) {
 	if f.Size() == 0 {
 		return nil, fmt.Errorf("oob: encode key: unknown format %d: %w", uint8(f), ErrMalformed)
 	}
@@ -123,7 +112,7 @@ func (k *Key) Marshal(f KeyFormat) ([]byte, error) {
 // at the field positions and colons between them (and after srqn in the GID
 // forms). The last byte, perftest's NUL terminator, is not checked. Any
 // other input is an error wrapping ErrMalformed.
-func ParseKey(b []byte, f KeyFormat) (Key, error) {
+func ParseKey(b []byte, f KeyFormat) (perftest.Dest, error) {
 	k, err := parseKey(b, f)
 	if err != nil {
 		return k, fmt.Errorf("oob: decode key: %w", err)
@@ -132,8 +121,8 @@ func ParseKey(b []byte, f KeyFormat) (Key, error) {
 }
 
 // parseKey is ParseKey with errors that do not name the operation.
-func parseKey(b []byte, f KeyFormat) (Key, error) {
-	var k Key
+func parseKey(b []byte, f KeyFormat) (perftest.Dest, error) {
+	var k perftest.Dest
 	if f.Size() == 0 {
 		return k, fmt.Errorf("unknown format %d: %w", uint8(f), ErrMalformed)
 	}
@@ -162,7 +151,7 @@ func parseKey(b []byte, f KeyFormat) (Key, error) {
 		p.fail("trailing bytes")
 	}
 	if p.err != nil {
-		return Key{}, fmt.Errorf("%q: %w", b, p.err)
+		return perftest.Dest{}, fmt.Errorf("%q: %w", b, p.err)
 	}
 	return k, nil
 }

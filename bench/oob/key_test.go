@@ -4,23 +4,25 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/pvperf/pvperf/perftest"
 )
 
 // The client key of perftest-6.29/write_bw.txt.
-var captureKey = Key{
+var captureKey = perftest.Dest{
 	LID: 0, OutReads: 1, QPN: 0x11, PSN: 0x86e396, RKey: 0x3b4, VAddr: 0x7f69fd0f2000,
 	GID: [16]byte{10: 0xff, 11: 0xff, 12: 10, 13: 77, 14: 0, 15: 1},
 }
 
 func TestKeyMarshal(t *testing.T) {
-	full := Key{
+	full := perftest.Dest{
 		LID: 0x1234, OutReads: 0x80, QPN: 0xabcdef, PSN: 0x123456, RKey: 0xdeadbeef,
 		VAddr: 0x00007f760c947000, GID: [16]byte{0xfe, 0x80, 15: 0x0a}, SRQN: 0x42,
 		TailMarkersVAddr: 0x00007f760c948040,
 	}
 	tests := []struct {
 		name string
-		k    Key
+		k    perftest.Dest
 		f    KeyFormat
 		want string
 	}{
@@ -34,11 +36,11 @@ func TestKeyMarshal(t *testing.T) {
 			"1234:0080:abcdef:123456:deadbeef:00007f760c947000:00007f760c948040:00000042\x00"},
 		{"gid dv", full, KeyGIDDV,
 			"1234:0080:abcdef:123456:deadbeef:00007f760c947000:00007f760c948040:fe:80:00:00:00:00:00:00:00:00:00:00:00:00:00:0a:00000042:\x00"},
-		{"max", Key{LID: 0xffff, OutReads: 0xffff, QPN: 0xffffff, PSN: 0xffffff, RKey: 0xffffffff, VAddr: ^uint64(0), SRQN: 0xffffffff}, KeyPlain,
+		{"max", perftest.Dest{LID: 0xffff, OutReads: 0xffff, QPN: 0xffffff, PSN: 0xffffff, RKey: 0xffffffff, VAddr: ^uint64(0), SRQN: 0xffffffff}, KeyPlain,
 			"ffff:ffff:ffffff:ffffff:ffffffff:ffffffffffffffff:ffffffff\x00"},
 	}
 	for _, tt := range tests {
-		got, err := tt.k.Marshal(tt.f)
+		got, err := MarshalKey(&tt.k, tt.f)
 		if err != nil {
 			t.Errorf("%s: %v", tt.name, err)
 			continue
@@ -83,12 +85,12 @@ func TestKeyFormat(t *testing.T) {
 }
 
 func TestKeyMarshalErrors(t *testing.T) {
-	for _, k := range []Key{{QPN: 0x1000000}, {PSN: 0x1000000}} {
-		if _, err := k.Marshal(KeyGID); !errors.Is(err, ErrMalformed) {
+	for _, k := range []perftest.Dest{{QPN: 0x1000000}, {PSN: 0x1000000}} {
+		if _, err := MarshalKey(&k, KeyGID); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%+v: %v, want ErrMalformed", k, err)
 		}
 	}
-	if _, err := (&Key{}).Marshal(KeyFormat(7)); !errors.Is(err, ErrMalformed) {
+	if _, err := MarshalKey(&perftest.Dest{}, KeyFormat(7)); !errors.Is(err, ErrMalformed) {
 		t.Errorf("bad format: %v", err)
 	}
 }
@@ -131,14 +133,14 @@ func TestParseKey(t *testing.T) {
 		if !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: %v, want ErrMalformed", tt.name, err)
 		}
-		if k != (Key{}) {
+		if k != (perftest.Dest{}) {
 			t.Errorf("%s: non-zero key %+v on error", tt.name, k)
 		}
 	}
 }
 
 // maskKey clears the fields format f does not carry.
-func maskKey(k Key, f KeyFormat) Key {
+func maskKey(k perftest.Dest, f KeyFormat) perftest.Dest {
 	if !f.HasGID() {
 		k.GID = [16]byte{}
 	}

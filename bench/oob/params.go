@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
+
+	"github.com/pvperf/pvperf/perftest"
 )
 
 // Sizes of the parameter-negotiation struct (struct
@@ -29,53 +31,6 @@ const (
 	RunRegular    TestMethod = 0
 	RunAll        TestMethod = 1 // -a
 	RunInfinitely TestMethod = 2 // --run_infinitely
-)
-
-// ConnectionType is perftest's connection type.
-type ConnectionType int32
-
-// Connection types.
-const (
-	RC     ConnectionType = 0
-	UC     ConnectionType = 1
-	UD     ConnectionType = 2
-	RawEth ConnectionType = 3
-	XRC    ConnectionType = 4
-	DC     ConnectionType = 5
-	SRD    ConnectionType = 6
-)
-
-// Verb is perftest's VerbType.
-type Verb int32
-
-// Verbs.
-const (
-	Send     Verb = 0
-	SendImm  Verb = 1
-	Write    Verb = 2
-	WriteImm Verb = 3
-	Read     Verb = 4
-	Atomic   Verb = 5
-)
-
-// TestKind is perftest's TestType (the "tst" field).
-type TestKind int32
-
-// Test kinds.
-const (
-	LAT     TestKind = 0
-	BW      TestKind = 1
-	LATByBW TestKind = 2
-	FSRate  TestKind = 3
-)
-
-// AtomicType is perftest's AtomicType.
-type AtomicType int32
-
-// Atomic types.
-const (
-	CmpAndSwap  AtomicType = 0
-	FetchAndAdd AtomicType = 1 // the default of the atomic tests; 0 elsewhere
 )
 
 // TestType is perftest's TestMethod (the "test_type" field): iterations or
@@ -126,39 +81,35 @@ func enumName(names []string, v int32) string {
 	return strconv.Itoa(int(v))
 }
 
-func (v TestMethod) String() string     { return enumName(testMethodNames, int32(v)) }
-func (v ConnectionType) String() string { return enumName(connTypeNames, int32(v)) }
-func (v Verb) String() string           { return enumName(verbNames, int32(v)) }
-func (v TestKind) String() string       { return enumName(testKindNames, int32(v)) }
-func (v AtomicType) String() string     { return enumName(atomicNames, int32(v)) }
-func (v TestType) String() string       { return enumName(testTypeNames, int32(v)) }
-func (v ReportFmt) String() string      { return enumName(reportFmtNames, int32(v)) }
-func (v OnOff) String() string          { return enumName(onOffNames, int32(v)) }
+func (v TestMethod) String() string { return enumName(testMethodNames, int32(v)) }
+func (v TestType) String() string   { return enumName(testTypeNames, int32(v)) }
+func (v ReportFmt) String() string  { return enumName(reportFmtNames, int32(v)) }
+func (v OnOff) String() string      { return enumName(onOffNames, int32(v)) }
 
 // Params is the parameter-negotiation struct (perftest 6.28+): the settings
 // both sides must agree on, the local device attributes and, in the 320-byte
 // form, the mlx5dv capability mask. All fields travel big-endian except
 // Attr, which travels in host order (see [DeviceAttr]).
 type Params struct {
-	TestMethod        TestMethod     // offset 0
-	ConnectionType    ConnectionType // 4
-	Verb              Verb           // 8
-	Tst               TestKind       // 12
-	AtomicType        AtomicType     // 16
-	TestType          TestType       // 20
-	ReportFmt         ReportFmt      // 24; 4 bytes of padding follow
-	Size              uint64         // 32: message size after MTU/UD clipping (8388608 with -a)
-	Iters             uint64         // 40: 0 with -D
-	AESXTS            OnOff          // 48
-	NumQPs            int32          // 52
-	Duration          int32          // 56: 5 unless -D
-	UseRDMACM         OnOff          // 60: -z or -R
-	UseWriteWithImm   OnOff          // 64: always 0 in perftest
-	NoEnhancedReorder OnOff          // 68
-	SigOffload        OnOff          // 72
-	DataValidation    OnOff          // 76
-	Attr              DeviceAttr     // 80: 232 bytes, host order
-	MLX5DVCompMask    uint64         // 312: only in the 320-byte form; 0 for non-Mellanox devices
+	TestMethod        TestMethod          // offset 0
+	ConnectionType    perftest.Connection // 4
+	Verb              perftest.Verb       // 8
+	Tst               perftest.TestKind   // 12
+	AtomicType        perftest.AtomicType // 16
+	TestType          TestType            // 20
+	ReportFmt         ReportFmt           // 24; 4 bytes of padding follow
+	Size              uint64              // 32: message size after MTU/perftest.UD clipping (8388608 with -a)
+	Iters             uint64              // 40: 0 with -D
+	AESXTS            OnOff               // 48
+	NumQPs            int32               // 52
+	Duration          int32               // 56: 5 unless -D
+	UseRDMACM         OnOff               // 60: -z or -R
+	UseWriteWithImm   OnOff               // 64: always 0 in perftest
+	NoEnhancedReorder OnOff               // 68
+	SigOffload        OnOff               // 72
+	DataValidation    OnOff               // 76
+	Attr              DeviceAttr          // 80: 232 bytes, host order
+	MLX5DVCompMask    uint64              // 312: only in the 320-byte form; 0 for non-Mellanox devices
 }
 
 // Marshal returns the struct as perftest sends it, in the given size
@@ -200,10 +151,10 @@ func ParseParams(b []byte) (Params, error) {
 	be := binary.BigEndian
 	i32 := func(off int) int32 { return int32(be.Uint32(b[off:])) }
 	p.TestMethod = TestMethod(i32(0))
-	p.ConnectionType = ConnectionType(i32(4))
-	p.Verb = Verb(i32(8))
-	p.Tst = TestKind(i32(12))
-	p.AtomicType = AtomicType(i32(16))
+	p.ConnectionType = perftest.Connection(i32(4))
+	p.Verb = perftest.Verb(i32(8))
+	p.Tst = perftest.TestKind(i32(12))
+	p.AtomicType = perftest.AtomicType(i32(16))
 	p.TestType = TestType(i32(20))
 	p.ReportFmt = ReportFmt(i32(24))
 	p.Size = be.Uint64(b[32:])
@@ -278,8 +229,8 @@ func Compare(local, remote *Params) error {
 // max_qp_rd_atom is lowered to it; perftest then prints
 // " out_reads is greater than remote max_qp_rd_atom, using remote max_qp_rd_atom\n"
 // (to stdout). It returns the out_reads to use and whether it changed.
-func OutReadsForPeer(outReads int, ct ConnectionType, remote *DeviceAttr) (int, bool) {
-	if ct != DC && outReads > int(remote.MaxQPRdAtom) {
+func OutReadsForPeer(outReads int, ct perftest.Connection, remote *DeviceAttr) (int, bool) {
+	if ct != perftest.DC && outReads > int(remote.MaxQPRdAtom) {
 		return int(remote.MaxQPRdAtom), true
 	}
 	return outReads, false

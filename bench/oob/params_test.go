@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+
+	"github.com/pvperf/pvperf/perftest"
 )
 
 // The rxe device of the captures, as ibv_query_device returned it.
@@ -49,7 +51,7 @@ func TestParseParamsCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Params{
-		TestMethod: RunRegular, ConnectionType: RC, Verb: Write, Tst: BW, AtomicType: CmpAndSwap,
+		TestMethod: RunRegular, ConnectionType: perftest.RC, Verb: perftest.Write, Tst: perftest.Bandwidth, AtomicType: perftest.CmpAndSwap,
 		TestType: Iterations, ReportFmt: MBS, Size: 65536, Iters: 20, NumQPs: 1, Duration: 5,
 		Attr: rxeAttr,
 	}
@@ -193,7 +195,7 @@ func TestParamsErrors(t *testing.T) {
 
 func TestCompare(t *testing.T) {
 	base := Params{
-		TestMethod: RunRegular, ConnectionType: RC, Verb: Write, Tst: BW, TestType: Iterations,
+		TestMethod: RunRegular, ConnectionType: perftest.RC, Verb: perftest.Write, Tst: perftest.Bandwidth, TestType: Iterations,
 		ReportFmt: MBS, Size: 65536, Iters: 5000, NumQPs: 1, Duration: 5,
 	}
 	tests := []struct {
@@ -204,10 +206,10 @@ func TestCompare(t *testing.T) {
 		{"equal", func(l, r *Params) {}, ""},
 		{"attr ignored", func(l, r *Params) { r.Attr.MaxQPRdAtom = 1; r.MLX5DVCompMask = 1 }, ""},
 		{"test_method", func(l, r *Params) { r.TestMethod = RunAll }, " test_method mismatch: local=RUN_REGULAR, remote=RUN_ALL\n"},
-		{"connection_type", func(l, r *Params) { l.ConnectionType = UD; r.ConnectionType = SRD }, " connection_type mismatch: local=UD, remote=SRD\n"},
-		{"verb", func(l, r *Params) { r.Verb = Read }, " verb mismatch: local=WRITE, remote=READ\n"},
-		{"tst", func(l, r *Params) { r.Tst = LAT }, " tst mismatch: local=BW, remote=LAT\n"},
-		{"atomicType", func(l, r *Params) { r.AtomicType = FetchAndAdd }, " atomicType mismatch: local=CMP_AND_SWAP, remote=FETCH_AND_ADD\n"},
+		{"connection_type", func(l, r *Params) { l.ConnectionType = perftest.UD; r.ConnectionType = perftest.SRD }, " connection_type mismatch: local=UD, remote=SRD\n"},
+		{"verb", func(l, r *Params) { r.Verb = perftest.Read }, " verb mismatch: local=WRITE, remote=READ\n"},
+		{"tst", func(l, r *Params) { r.Tst = perftest.Latency }, " tst mismatch: local=BW, remote=LAT\n"},
+		{"atomicType", func(l, r *Params) { r.AtomicType = perftest.FetchAndAdd }, " atomicType mismatch: local=CMP_AND_SWAP, remote=FETCH_AND_ADD\n"},
 		{"test_type", func(l, r *Params) { l.TestType = Duration }, " test_type mismatch: local=DURATION, remote=ITERATIONS\n"},
 		{"report_fmt", func(l, r *Params) { l.ReportFmt = GBS }, " report_fmt mismatch: local=GBS, remote=MBS\n"},
 		{"size", func(l, r *Params) { l.Size = 4096; r.Size = 8192 }, " size mismatch: local=4096, remote=8192\n"},
@@ -221,7 +223,7 @@ func TestCompare(t *testing.T) {
 		{"no_enhanced_reorder", func(l, r *Params) { r.NoEnhancedReorder = On }, " no_enhanced_reorder mismatch: local=OFF, remote=ON\n"},
 		{"sig_offload", func(l, r *Params) { r.SigOffload = On }, " sig_offload mismatch: local=OFF, remote=ON\n"},
 		{"data_validation", func(l, r *Params) { r.DataValidation = On }, " data_validation mismatch: local=OFF, remote=ON\n"},
-		{"order: first wins", func(l, r *Params) { r.Size = 1; r.Verb = Send; r.DataValidation = On }, " verb mismatch: local=WRITE, remote=SEND\n"},
+		{"order: first wins", func(l, r *Params) { r.Size = 1; r.Verb = perftest.Send; r.DataValidation = On }, " verb mismatch: local=WRITE, remote=SEND\n"},
 		{"size before iters", func(l, r *Params) { r.Iters = 1; r.Size = 2 }, " size mismatch: local=65536, remote=2\n"},
 		{"unnamed enum", func(l, r *Params) { r.Verb = 9 }, " verb mismatch: local=WRITE, remote=9\n"},
 		{"unnamed flag", func(l, r *Params) { r.SigOffload = 2 }, " sig_offload mismatch: local=OFF, remote=2\n"},
@@ -245,13 +247,13 @@ func TestCompare(t *testing.T) {
 
 func TestOutReadsForPeer(t *testing.T) {
 	remote := &DeviceAttr{MaxQPRdAtom: 16}
-	if n, changed := OutReadsForPeer(128, RC, remote); n != 16 || !changed {
+	if n, changed := OutReadsForPeer(128, perftest.RC, remote); n != 16 || !changed {
 		t.Errorf("RC: %d %v", n, changed)
 	}
-	if n, changed := OutReadsForPeer(128, DC, remote); n != 128 || changed {
+	if n, changed := OutReadsForPeer(128, perftest.DC, remote); n != 128 || changed {
 		t.Errorf("DC: %d %v", n, changed)
 	}
-	if n, changed := OutReadsForPeer(8, RC, remote); n != 8 || changed {
+	if n, changed := OutReadsForPeer(8, perftest.RC, remote); n != 8 || changed {
 		t.Errorf("smaller: %d %v", n, changed)
 	}
 }
@@ -259,16 +261,16 @@ func TestOutReadsForPeer(t *testing.T) {
 func TestEnumNames(t *testing.T) {
 	for _, tt := range []struct{ got, want string }{
 		{RunInfinitely.String(), "RUN_INFINITELY"},
-		{RawEth.String(), "RawEth"},
-		{XRC.String(), "XRC"},
-		{DC.String(), "DC"},
-		{SendImm.String(), "SEND_IMM"},
-		{WriteImm.String(), "WRITE_IMM"},
-		{Atomic.String(), "ATOMIC"},
-		{LATByBW.String(), "LAT_BY_BW"},
-		{FSRate.String(), "FS_RATE"},
-		{TestKind(4).String(), "4"},
-		{TestKind(-1).String(), "-1"},
+		{enumName(connTypeNames, int32(perftest.RawEth)), "RawEth"},
+		{enumName(connTypeNames, int32(perftest.XRC)), "XRC"},
+		{enumName(connTypeNames, int32(perftest.DC)), "DC"},
+		{enumName(verbNames, int32(perftest.SendImm)), "SEND_IMM"},
+		{enumName(verbNames, int32(perftest.WriteImm)), "WRITE_IMM"},
+		{enumName(verbNames, int32(perftest.Atomic)), "ATOMIC"},
+		{enumName(testKindNames, int32(perftest.LatencyByBW)), "LAT_BY_BW"},
+		{enumName(testKindNames, int32(perftest.FlowSteeringRate)), "FS_RATE"},
+		{enumName(testKindNames, 4), "4"},
+		{enumName(testKindNames, -1), "-1"},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("%q, want %q", tt.got, tt.want)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pvperf/pvperf/bench"
+	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/verbs"
 )
 
@@ -16,7 +17,7 @@ func base(test string) bench.Config {
 	return bench.Config{
 		Test:         spec.tst,
 		Verb:         spec.verb,
-		Connection:   verbs.RC,
+		Connection:   perftest.RC,
 		Port:         18515,
 		Version:      "6.29",
 		PeerTimeout:  5 * time.Second,
@@ -60,7 +61,7 @@ func TestDefaults(t *testing.T) {
 		}, noDynam},
 		{"atomic_bw", "host", func(c *bench.Config) {
 			c.Server, c.Size, c.Iters, c.TxDepth, c.RxDepth, c.CQMod, c.Inline = "host", 8, 1000, 128, 1, 100, 0
-			c.AtomicType = bench.FetchAndAdd
+			c.AtomicType = perftest.FetchAndAdd
 		}, noDynam},
 		{"send_lat", "host", func(c *bench.Config) {
 			c.Server, c.Size, c.Iters, c.TxDepth, c.RxDepth, c.CQMod = "host", 2, 1000, 1, 512, 1
@@ -76,7 +77,7 @@ func TestDefaults(t *testing.T) {
 		}, noDynam},
 		{"atomic_lat", "", func(c *bench.Config) {
 			c.Size, c.Iters, c.TxDepth, c.RxDepth, c.CQMod, c.Inline = 8, 1000, 1, 1, 1, 0
-			c.AtomicType = bench.FetchAndAdd
+			c.AtomicType = perftest.FetchAndAdd
 		}, noDynam},
 	}
 	for _, c := range cases {
@@ -133,13 +134,13 @@ func TestAdjustments(t *testing.T) {
 		{"send_bw", "-n 100 host", map[string]any{"TxDepth": 100, "RxDepth": 100}, noDynam, ""},
 		{"send_bw", "-n 7 -t 200 -r 300 host", map[string]any{"TxDepth": 7, "RxDepth": 8}, noDynam, ""},
 		{"write_bw", "-r 100 host", map[string]any{"RxDepth": 1}, "", ""},
-		{"write_bw", "--write_with_imm host", map[string]any{"RxDepth": 512, "Verb": bench.WriteImm}, "", ""},
+		{"write_bw", "--write_with_imm host", map[string]any{"RxDepth": 512, "Verb": perftest.WriteImm}, "", ""},
 		{"write_bw", "--write_with_imm", map[string]any{"RxDepth": 512, "NoPeak": true}, noPeak, ""},
-		{"write_lat", "--write_with_imm -r 33", map[string]any{"RxDepth": 34, "Verb": bench.WriteImm}, noDynam, ""},
-		{"send_lat", "--send_with_imm host", map[string]any{"Verb": bench.SendImm, "RxDepth": 512}, noDynam, ""},
+		{"write_lat", "--write_with_imm -r 33", map[string]any{"RxDepth": 34, "Verb": perftest.WriteImm}, noDynam, ""},
+		{"send_lat", "--send_with_imm host", map[string]any{"Verb": perftest.SendImm, "RxDepth": 512}, noDynam, ""},
 		// UD and UC receive depths.
-		{"send_bw", "-c UD host", map[string]any{"Connection": verbs.UD, "RxDepth": 1000, "CQMod": 100}, noDynam, ""},
-		{"send_bw", "-c UC -n 20000 host", map[string]any{"Connection": verbs.UC, "RxDepth": 16000, "CQMod": 1}, "", ""},
+		{"send_bw", "-c UD host", map[string]any{"Connection": perftest.UD, "RxDepth": 1000, "CQMod": 100}, noDynam, ""},
+		{"send_bw", "-c UC -n 20000 host", map[string]any{"Connection": perftest.UC, "RxDepth": 16000, "CQMod": 1}, "", ""},
 		{"send_bw", "-c UD -n 300 host", map[string]any{"RxDepth": 300, "TxDepth": 128}, noDynam, ""},
 		{"send_bw", "-c UD --use-srq -n 50 host", map[string]any{"RxDepth": 100, "TxDepth": 50, "UseSRQ": true}, noDynam, ""},
 		{"send_lat", "-c UD -r 100", map[string]any{"RxDepth": 100}, noDynam, ""},
@@ -197,7 +198,7 @@ func TestAdjustments(t *testing.T) {
 		// Plain values.
 		{"read_bw", "-o 0x10 host", map[string]any{"OutReads": 16}, noDynam, ""},
 		{"read_bw", "-o -3 host", map[string]any{"OutReads": 0}, noDynam, ""},
-		{"atomic_lat", "-A CMP_AND_SWAP", map[string]any{"AtomicType": bench.CmpAndSwap}, noDynam, ""},
+		{"atomic_lat", "-A CMP_AND_SWAP", map[string]any{"AtomicType": perftest.CmpAndSwap}, noDynam, ""},
 		{"send_bw", "-e -X 3 host", map[string]any{"Events": true, "CompVector": 3}, noDynam, ""},
 		{"write_bw", "-d emu1 -i 2 -x 3 -m 2048 -S 7 -u 300 host", map[string]any{"Device": "emu1", "IBPort": 2,
 			"GIDIndex": 3, "MTU": 2048, "SL": 7, "QPTimeout": 44}, "", ""},
@@ -215,9 +216,9 @@ func TestAdjustments(t *testing.T) {
 		{"write_bw", "-a --out_csv w.csv --out_html=w.html host", map[string]any{"AllSizes": true,
 			"CSVFile": "w.csv", "HTMLFile": "w.html"}, "", ""},
 		{"write_lat", "-C -U -H --latency_gap=5 --output=latency", map[string]any{"Cycles": true, "ReportUnsorted": true,
-			"ReportHistogram": true, "LatencyGap": 5, "Output": bench.OutputLatency}, noDynam, ""},
-		{"write_bw", "--output=message_rate host", map[string]any{"Output": bench.OutputMessageRate}, "", ""},
-		{"write_bw", "--output=bandwidth host", map[string]any{"Output": bench.OutputBandwidth}, "", ""},
+			"ReportHistogram": true, "LatencyGap": 5, "Output": perftest.OutputLatency}, noDynam, ""},
+		{"write_bw", "--output=message_rate host", map[string]any{"Output": perftest.OutputMessageRate}, "", ""},
+		{"write_bw", "--output=bandwidth host", map[string]any{"Output": perftest.OutputBandwidth}, "", ""},
 		{"write_bw", "--force-link=ethernet --wait_destroy=3 --use_old_post_send --payload_file_path=p.txt host",
 			map[string]any{"ForceLink": verbs.LinkEthernet, "WaitDestroy": 3 * time.Second,
 				"PayloadFile": "p.txt"}, "", ""},

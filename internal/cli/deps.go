@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/pvperf/pvperf/bench"
-	"github.com/pvperf/pvperf/verbs"
+	"github.com/pvperf/pvperf/perftest"
 )
 
 // forceDependencies is perftest's force_dependecies(): the checks between
@@ -37,7 +37,7 @@ func (p *parser) forceDependencies() error {
 	lat := p.test.lat()
 	recv := p.verb.HasReceives()
 
-	if p.verb == bench.Write {
+	if p.verb == perftest.Write {
 		c.RxDepth = 1
 	}
 	if !p.durationMode {
@@ -47,7 +47,7 @@ func (p *parser) forceDependencies() error {
 		if recv && uint64(c.RxDepth) > c.Iters {
 			c.RxDepth = int(c.Iters)
 		}
-		if c.Connection == verbs.UD || c.Connection == verbs.UC {
+		if c.Connection == perftest.UD || c.Connection == perftest.UC {
 			if c.UseSRQ && c.Iters <= 100 {
 				c.RxDepth = 100
 			}
@@ -59,7 +59,7 @@ func (p *parser) forceDependencies() error {
 
 	// CQ moderation is pointless with large messages (and distorts the
 	// numbers), except where perftest cannot change it: UD, -a, events.
-	if c.Size > 8192 && c.Connection != verbs.UD && p.method != runAll && !c.Events {
+	if c.Size > 8192 && c.Connection != perftest.UD && p.method != runAll && !c.Events {
 		if !p.reqCQMod {
 			c.CQMod = 1
 		} else if c.CQMod > 1 {
@@ -70,16 +70,16 @@ func (p *parser) forceDependencies() error {
 	}
 	c.CQMod = min(c.CQMod, c.TxDepth)
 
-	if p.verb == bench.Read || p.verb == bench.Atomic {
+	if p.verb == perftest.Read || p.verb == perftest.Atomic {
 		c.Inline = 0
 	}
 	if p.method == runAll {
 		c.Size = bench.MaxSize
 	}
-	if p.verb == bench.Atomic && c.Size != bench.DefaultAtomicSize {
+	if p.verb == perftest.Atomic && c.Size != bench.DefaultAtomicSize {
 		return p.depErrOut("Message size cannot be changed for Atomic tests \n")
 	}
-	if c.UseSRQ && p.verb != bench.Send && p.verb != bench.SendImm {
+	if c.UseSRQ && p.verb != perftest.Send && p.verb != perftest.SendImm {
 		return p.depErrOut(" Using SRQ only avavilible in SEND / SEND_IMM tests.\n")
 	}
 	if c.UseSRQ && c.NumQPs > c.RxDepth {
@@ -138,14 +138,14 @@ func (p *parser) forceDependencies() error {
 		p.noPeak(true)
 	}
 
-	if c.Events && p.verb == bench.Write {
+	if c.Events && p.verb == perftest.Write {
 		return p.depErr(" Events feature not available on WRITE verb\n")
 	}
-	if c.Output != bench.OutputFull {
-		if bw && c.Output != bench.OutputBandwidth && c.Output != bench.OutputMessageRate {
+	if c.Output != perftest.OutputFull {
+		if bw && c.Output != perftest.OutputBandwidth && c.Output != perftest.OutputMessageRate {
 			return p.depErr(" Output verbosity level for BW can be: bandwidth, message_rate\n")
 		}
-		if lat && c.Output != bench.OutputLatency {
+		if lat && c.Output != perftest.OutputLatency {
 			return p.depErr(" Output verbosity level for LAT can be: latency\n")
 		}
 	}
@@ -172,7 +172,7 @@ func (p *parser) forceDependencies() error {
 	}
 
 	// perftest's main only checks for the SEND verb here, not SEND_IMM.
-	if (!p.durationMode && c.Iters < 3000) || (bw && c.Bidirectional && p.verb == bench.Send) || lat {
+	if (!p.durationMode && c.Iters < 3000) || (bw && c.Bidirectional && p.verb == perftest.Send) || lat {
 		fmt.Fprint(p.stdout, "Disabling dynamic polling\n")
 		p.cfg.DynamicPolling = false
 	}

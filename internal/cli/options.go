@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pvperf/pvperf/bench"
+	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/verbs"
 )
 
@@ -206,7 +207,7 @@ func options() *optTable {
 		return nil
 	}})
 	add(&opt{long: "vector", short: 'X', arg: true, set: func(p *parser, v string) error {
-		if p.verb == bench.Write || p.verb == bench.WriteImm {
+		if p.verb == perftest.Write || p.verb == perftest.WriteImm {
 			return p.parserFail(" Events feature not available on WRITE verb\n")
 		}
 		p.useEqNum = true
@@ -217,7 +218,7 @@ func options() *optTable {
 			return err
 		}
 		p.cfg.InlineGiven = true
-		if p.verb == bench.Read || p.verb == bench.Atomic {
+		if p.verb == perftest.Read || p.verb == perftest.Atomic {
 			return p.parserFail(" Inline feature not available on READ/Atomic verbs\n")
 		}
 		return nil
@@ -226,7 +227,7 @@ func options() *optTable {
 		if err := p.intVal(v, "Outstanding Reads", &p.cfg.OutReads); err != nil {
 			return err
 		}
-		if p.verb != bench.Read && p.verb != bench.Atomic {
+		if p.verb != perftest.Read && p.verb != perftest.Atomic {
 			return p.parserFail(" Setting Outstanding reads only available on READ verb\n")
 		}
 		return nil
@@ -250,7 +251,7 @@ func options() *optTable {
 			if err := p.intRange(v, " Rx depth", 1, 16384, &p.cfg.RxDepth); err != nil {
 				return err
 			}
-			if !p.verb.HasReceives() && p.verb != bench.Write && p.cfg.RxDepth > 1 {
+			if !p.verb.HasReceives() && p.verb != perftest.Write && p.cfg.RxDepth > 1 {
 				return p.parserFail(" On RDMA verbs rx depth can be only 1\n")
 			}
 			return nil
@@ -299,15 +300,15 @@ func options() *optTable {
 		return nil
 	}})
 	add(&opt{long: "atomic_type", short: 'A', arg: true, rel: relAtomic, set: func(p *parser, v string) error {
-		if p.verb != bench.Atomic {
+		if p.verb != perftest.Atomic {
 			return p.parserFail(" You are not running the atomic_lat/bw test!\n" +
 				" To change the atomic action type, you must run one of the atomic tests\n")
 		}
 		switch v {
 		case "CMP_AND_SWAP":
-			p.cfg.AtomicType = bench.CmpAndSwap
+			p.cfg.AtomicType = perftest.CmpAndSwap
 		case "FETCH_AND_ADD":
-			p.cfg.AtomicType = bench.FetchAndAdd
+			p.cfg.AtomicType = perftest.FetchAndAdd
 		default:
 			return p.exitErr(" Invalid Atomic type! please choose from {CMP_AND_SWAP,FETCH_AND_ADD}\n")
 		}
@@ -415,11 +416,11 @@ func options() *optTable {
 	add(&opt{long: "output", arg: true, set: func(p *parser, v string) error {
 		switch v {
 		case "bandwidth":
-			p.cfg.Output = bench.OutputBandwidth
+			p.cfg.Output = perftest.OutputBandwidth
 		case "message_rate":
-			p.cfg.Output = bench.OutputMessageRate
+			p.cfg.Output = perftest.OutputMessageRate
 		case "latency":
-			p.cfg.Output = bench.OutputLatency
+			p.cfg.Output = perftest.OutputLatency
 		default:
 			return p.parserFail(" Invalid verbosity level output flag. Please use bandwidth, latency, message_rate\n")
 		}
@@ -557,17 +558,17 @@ func options() *optTable {
 		return nil
 	}})
 	add(&opt{long: "write_with_imm", rel: relWrite, set: func(p *parser, _ string) error {
-		if p.verb != bench.Write {
+		if p.verb != perftest.Write {
 			return p.parserFail("Write_with_imm can only be used with write_lat and write_bw tests\n")
 		}
-		p.verb = bench.WriteImm
+		p.verb = perftest.WriteImm
 		return nil
 	}})
 	add(&opt{long: "send_with_imm", rel: relSend, set: func(p *parser, _ string) error {
-		if p.verb != bench.Send {
+		if p.verb != perftest.Send {
 			return p.parserFail("Send_with_imm can only be used with send_lat and send_bw tests\n")
 		}
-		p.verb = bench.SendImm
+		p.verb = perftest.SendImm
 		return nil
 	}})
 	other("no_enhanced_reorder", 0, false, whyMlx5+" (enhanced reorder)")

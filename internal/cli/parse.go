@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pvperf/pvperf/bench"
-	"github.com/pvperf/pvperf/verbs"
+	"github.com/pvperf/pvperf/perftest"
 )
 
 // defaultJSONFile is perftest's --out_json_file default.
@@ -61,7 +61,7 @@ type parser struct {
 
 	seen map[string]bool // perftest's duplicate checker
 
-	verb         bench.Verb
+	verb         perftest.Verb
 	rawEth       bool // -c RawEth
 	method       testMethod
 	durationMode bool // perftest's test_type == DURATION
@@ -94,7 +94,7 @@ func newParser(spec testSpec, prog string, stdout, stderr io.Writer) *parser {
 	c := &p.cfg
 	c.Test = spec.tst
 	c.Verb = spec.verb
-	c.Connection = verbs.RC
+	c.Connection = perftest.RC
 	c.Port = bench.DefaultPort
 	c.Version = bench.ProtocolVersion
 	c.PeerTimeout = bench.DefaultPeerTimeout
@@ -122,7 +122,7 @@ func newParser(spec testSpec, prog string, stdout, stderr io.Writer) *parser {
 	c.Inline = -1
 	c.JSONFile = defaultJSONFile
 	if spec.atomic() {
-		c.AtomicType = bench.FetchAndAdd
+		c.AtomicType = perftest.FetchAndAdd
 		c.Size = bench.DefaultAtomicSize
 	}
 	c.DynamicPolling = true
@@ -315,18 +315,18 @@ func (p *parser) setConnection(val string) error {
 	if p.rawEth {
 		return nil
 	}
-	rdmaVerb := p.verb == bench.Read || p.verb == bench.Atomic
+	rdmaVerb := p.verb == perftest.Read || p.verb == perftest.Atomic
 	switch val {
 	case "RC":
-		p.cfg.Connection = verbs.RC
+		p.cfg.Connection = perftest.RC
 	case "UC":
-		p.cfg.Connection = verbs.UC
+		p.cfg.Connection = perftest.UC
 		if rdmaVerb {
 			return p.exitErr(" UC connection not possible in READ/ATOMIC verbs\n")
 		}
 	case "UD":
-		p.cfg.Connection = verbs.UD
-		if p.verb != bench.Send && p.verb != bench.SendImm {
+		p.cfg.Connection = perftest.UD
+		if p.verb != perftest.Send && p.verb != perftest.SendImm {
 			return p.exitErr(" UD connection only possible in SEND verb\n")
 		}
 	case "RawEth":
@@ -336,7 +336,7 @@ func (p *parser) setConnection(val string) error {
 	case "DC":
 		return p.exitErr(" -c DC is not supported by pvperf (DC is an mlx5 vendor transport)\n")
 	case "SRD":
-		if p.verb != bench.Send && p.verb != bench.Read && p.verb != bench.Write && p.verb != bench.WriteImm {
+		if p.verb != perftest.Send && p.verb != perftest.Read && p.verb != perftest.Write && p.verb != perftest.WriteImm {
 			return p.exitErr(" SRD connection only possible in SEND/READ/WRITE/WRITE_IMM verbs\n")
 		}
 		return p.exitErr(" -c SRD is not supported by pvperf (SRD is an EFA vendor transport)\n")

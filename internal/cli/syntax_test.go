@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pvperf/pvperf/verbs"
+	"github.com/pvperf/pvperf/perftest"
 )
 
 // TestSyntax checks getopt's and perftest's ways of writing values: each
@@ -112,7 +112,7 @@ func TestSyntax(t *testing.T) {
 	if r := mustParse(t, "write_bw", "-s 4096 host"); r.opts.Server != "host" || r.opts.Size != 4096 {
 		t.Errorf("server %q size %d", r.opts.Server, r.opts.Size)
 	}
-	if r := mustParse(t, "write_bw", "-c UC host"); r.opts.Connection != verbs.UC {
+	if r := mustParse(t, "write_bw", "-c UC host"); r.opts.Connection != perftest.UC {
 		t.Errorf("connection %v", r.opts.Connection)
 	}
 }

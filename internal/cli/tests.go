@@ -3,26 +3,26 @@ package cli
 import (
 	"slices"
 
-	"github.com/pvperf/pvperf/bench"
+	"github.com/pvperf/pvperf/perftest"
 )
 
 // testSpec is one of the eight binaries: what perftest's main sets before
 // calling its parser.
 type testSpec struct {
 	name string
-	verb bench.Verb // the base verb (--write_with_imm/--send_with_imm change it)
-	tst  bench.Test
+	verb perftest.Verb // the base verb (--write_with_imm/--send_with_imm change it)
+	tst  perftest.TestKind
 }
 
 var testSpecs = []testSpec{
-	{"send_bw", bench.Send, bench.Bandwidth},
-	{"write_bw", bench.Write, bench.Bandwidth},
-	{"read_bw", bench.Read, bench.Bandwidth},
-	{"atomic_bw", bench.Atomic, bench.Bandwidth},
-	{"send_lat", bench.Send, bench.Latency},
-	{"write_lat", bench.Write, bench.Latency},
-	{"read_lat", bench.Read, bench.Latency},
-	{"atomic_lat", bench.Atomic, bench.Latency},
+	{"send_bw", perftest.Send, perftest.Bandwidth},
+	{"write_bw", perftest.Write, perftest.Bandwidth},
+	{"read_bw", perftest.Read, perftest.Bandwidth},
+	{"atomic_bw", perftest.Atomic, perftest.Bandwidth},
+	{"send_lat", perftest.Send, perftest.Latency},
+	{"write_lat", perftest.Write, perftest.Latency},
+	{"read_lat", perftest.Read, perftest.Latency},
+	{"atomic_lat", perftest.Atomic, perftest.Latency},
 }
 
 // Tests returns the names of the tests Main runs, in perftest's order.
@@ -42,10 +42,10 @@ func lookupTest(name string) (testSpec, bool) {
 	return testSpecs[i], true
 }
 
-func (t testSpec) bw() bool  { return t.tst == bench.Bandwidth }
-func (t testSpec) lat() bool { return t.tst == bench.Latency }
+func (t testSpec) bw() bool  { return t.tst == perftest.Bandwidth }
+func (t testSpec) lat() bool { return t.tst == perftest.Latency }
 
-func (t testSpec) send() bool   { return t.verb == bench.Send }
-func (t testSpec) write() bool  { return t.verb == bench.Write }
-func (t testSpec) read() bool   { return t.verb == bench.Read }
-func (t testSpec) atomic() bool { return t.verb == bench.Atomic }
+func (t testSpec) send() bool   { return t.verb == perftest.Send }
+func (t testSpec) write() bool  { return t.verb == perftest.Write }
+func (t testSpec) read() bool   { return t.verb == perftest.Read }
+func (t testSpec) atomic() bool { return t.verb == perftest.Atomic }

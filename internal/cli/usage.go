@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pvperf/pvperf/bench"
+	"github.com/pvperf/pvperf/perftest"
 )
 
 // usage prints the help text to stdout, as perftest's usage() does: the
@@ -17,11 +18,11 @@ func (p *parser) usage() {
 	writeUsage(p.stdout, p.prog, p.test, p.verb, p.tbl)
 }
 
-func writeUsage(w io.Writer, prog string, t testSpec, verb bench.Verb, tbl *optTable) {
+func writeUsage(w io.Writer, prog string, t testSpec, verb perftest.Verb, tbl *optTable) {
 	u := &usageWriter{w: w, tbl: tbl}
 	bw, lat := t.bw(), t.lat()
-	writeVerb := verb == bench.Write || verb == bench.WriteImm
-	sendVerb := verb == bench.Send || verb == bench.SendImm
+	writeVerb := verb == perftest.Write || verb == perftest.WriteImm
+	sendVerb := verb == perftest.Send || verb == perftest.SendImm
 
 	u.printf("Usage:\n")
 	u.printf("  %s            start a server and wait for connection\n", prog)
@@ -31,10 +32,10 @@ func writeUsage(w io.Writer, prog string, t testSpec, verb bench.Verb, tbl *optT
 	u.printf("\n")
 	u.printf("Options:\n")
 
-	if verb != bench.Atomic {
+	if verb != perftest.Atomic {
 		u.opt("all", "  -a, --all ", " Run sizes from 2 till 2^23 (SYMMETRIC)")
 	}
-	if verb == bench.Atomic {
+	if verb == perftest.Atomic {
 		u.opt("atomic_type", "  -A, --atomic_type=<type> ",
 			" type of atomic operation from {CMP_AND_SWAP,FETCH_AND_ADD} (default FETCH_AND_ADD) (SYMMETRIC)")
 	}
@@ -56,7 +57,7 @@ func writeUsage(w io.Writer, prog string, t testSpec, verb bench.Verb, tbl *optT
 	u.opt("ib-dev", "  -d, --ib-dev=<dev> ", " Use IB device <dev> (default first device found)")
 	u.opt("duration", "  -D, --duration ", " Run test for a customized period of seconds. (SYMMETRIC)")
 	imm := ""
-	if verb == bench.Write {
+	if verb == perftest.Write {
 		imm = " (write tests: with --write_with_imm only)"
 	}
 	u.opt("events", "  -e, --events ", " Sleep on CQ events (default poll)"+imm)
@@ -64,7 +65,7 @@ func writeUsage(w io.Writer, prog string, t testSpec, verb bench.Verb, tbl *optT
 	u.opt("margin", "  -f, --margin ", " measure results within margins. (default duration/4 sec) (SYMMETRIC)")
 	u.opt("CPU-freq", "  -F, --CPU-freq ",
 		" Do not show a warning even if cpufreq_ondemand module is loaded, and cpu-freq is not on max.")
-	if verb == bench.Send {
+	if verb == perftest.Send {
 		u.opt("mcg", "  -g, --mcg ", " Send messages to multicast group with 1 QP attached to it. (SYMMETRIC)")
 		u.printf("         When there is no multicast gid specified, a default IPv6 typed gid will be used.\n")
 	}
@@ -74,7 +75,7 @@ func writeUsage(w io.Writer, prog string, t testSpec, verb bench.Verb, tbl *optT
 			" Print out all results (default print summary only)")
 	}
 	u.opt("ib-port", "  -i, --ib-port=<port> ", " Use port <port> of IB device (default 1)")
-	if verb != bench.Read && verb != bench.Atomic {
+	if verb != perftest.Read && verb != perftest.Atomic {
 		u.opt("inline_size", "  -I, --inline_size=<size> ", " Max size of message to be sent in inline")
 	}
 	if bw {
@@ -86,7 +87,7 @@ func writeUsage(w io.Writer, prog string, t testSpec, verb bench.Verb, tbl *optT
 	u.opt("hop_limit", "  -L, --hop_limit=<hop_limit> ",
 		" Set hop limit value (ttl for IPv4 RawEth QP). Values 0-255 (default 64) [only 64: RawEth QPs are not supported by pvperf]")
 	u.opt("mtu", "  -m, --mtu=<mtu> ", " MTU size : 256 - 4096 (default port mtu) (SYMMETRIC)")
-	if verb == bench.Send {
+	if verb == perftest.Send {
 		u.opt("MGID", "  -M, --MGID=<multicast_gid> ", " In multicast, uses <multicast_gid> as the group MGID.")
 		if bw {
 			u.opt("connectionless", "      --connectionless ", " Open a connectionless server instance for multicast traffic.")
@@ -100,7 +101,7 @@ func writeUsage(w io.Writer, prog string, t testSpec, verb bench.Verb, tbl *optT
 	if bw {
 		u.opt("noPeak", "  -N, --noPeak", " Cancel peak-bw calculation (default with peak up to iters=20000)")
 	}
-	if verb == bench.Read || verb == bench.Atomic {
+	if verb == perftest.Read || verb == perftest.Atomic {
 		u.opt("outs", "  -o, --outs=<num> ", " num of outstanding read/atom(default max of device)")
 	}
 	if bw {
@@ -111,13 +112,13 @@ func writeUsage(w io.Writer, prog string, t testSpec, verb bench.Verb, tbl *optT
 		u.opt("qp", "  -q, --qp=<num of qp's> ", " Num of qp's(default 1) (SYMMETRIC)")
 		u.opt("cq-mod", "  -Q, --cq-mod ", " Generate Cqe only after <--cq-mod> completion")
 	}
-	if verb.HasReceives() || verb == bench.Write {
+	if verb.HasReceives() || verb == perftest.Write {
 		u.opt("rx-depth", "  -r, --rx-depth=<dep> ",
 			fmt.Sprintf(" Rx queue size (default %d). If using srq, rx-depth controls max-wr size of the srq%s",
 				bench.DefaultRecvRxDepth, imm))
 	}
 	u.opt("rdma_cm", "  -R, --rdma_cm ", " Connect QPs with rdma_cm and run test on those QPs")
-	if verb != bench.Atomic {
+	if verb != perftest.Atomic {
 		size := bench.DefaultBWSize
 		if lat {
 			size = bench.DefaultLatSize
@@ -210,7 +211,7 @@ func writeUsage(w io.Writer, prog string, t testSpec, verb bench.Verb, tbl *optT
 	u.opt("flow_label", "      --flow_label=<fl0,fl1,fl2,...> ",
 		" Set the flow_label in GRH for each qp in roundrobin method(if GRH is in use)")
 	u.opt("use_hugepages", "      --use_hugepages ", " Use Hugepages instead of contig, memalign allocations.")
-	if writeVerb || verb == bench.Read {
+	if writeVerb || verb == perftest.Read {
 		u.opt("use-null-mr", "      --use-null-mr ", " Allocate a null memory region with ibv_alloc_null_mr.")
 	}
 	if bw {
@@ -232,10 +233,10 @@ func writeUsage(w io.Writer, prog string, t testSpec, verb bench.Verb, tbl *optT
 			" [HW/SW/PP] Limit the QP's by HW, PP or by SW. Disabled by default. When rate_limit is not specified HW limit is Default.")
 		u.printf("        Note: in Latency under load test SW rate limit is forced\n")
 	}
-	if verb == bench.Write {
+	if verb == perftest.Write {
 		u.opt("write_with_imm", "      --write_with_imm ", " Use write-with-immediate verb instead of write (SYMMETRIC)")
 	}
-	if verb == bench.Send {
+	if verb == perftest.Send {
 		u.opt("send_with_imm", "      --send_with_imm ", " Use send-with-immediate verb instead of send")
 	}
 	u.printf("\n")
