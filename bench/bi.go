@@ -13,9 +13,9 @@ import (
 // verbs: each side posts sends as in runBW and, in the same loop, reaps and
 // reposts its receives. The server starts sending only after its first
 // receive, so that the client's receives are posted first.
-func (e *endpoint) runBi(ctx context.Context, r *receiver, size int, peak, server bool) (samples, error) {
+func (e *endpoint) runBi(ctx context.Context, r *receiver, m *msgPlan, peak, server bool) (samples, error) {
 	cfg := e.cfg
-	s := e.newSender(size)
+	s := e.newSender(m)
 	nq := cfg.NumQPs
 	duration := cfg.Duration > 0
 	iters := cfg.Iters
@@ -42,10 +42,7 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, size int, peak, serve
 	swc := make([]verbs.WC, cfg.pollBatch())
 	cqMod := uint64(cfg.CQMod)
 	pl := uint64(cfg.PostList)
-	step := uint64(inc(size, e.cacheLine))
-	cycle := uint64(e.pageSize)
-	small := uint64(size) <= cycle/2
-	wrap := cycle / step * step
+	step, wrap := m.step, m.wrap
 	imm := cfg.Verb == perftest.SendImm || cfg.Verb == perftest.WriteImm
 	var totS, totC, totR uint64
 	ended := func() bool { return duration && dc != nil && dc.state.Load() == stateEnd }
@@ -86,7 +83,7 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, size int, peak, serve
 				} else {
 					sig += listSig
 				}
-				if pl == 1 && small {
+				if pl == 1 && m.small {
 					w.SGL[0].Addr = stepAddr(w.SGL[0].Addr, step, s.myAddr[i], wrap)
 				}
 				s.scnt[i] += pl
@@ -180,9 +177,9 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, size int, peak, serve
 
 // warmUp is perftest's perform_warm_up: one burst of tx_depth signalled
 // work requests per QP, all completed, before the measurement.
-func (e *endpoint) warmUp(ctx context.Context, size int) error {
+func (e *endpoint) warmUp(ctx context.Context, m *msgPlan) error {
 	cfg := e.cfg
-	s := e.newSender(size)
+	s := e.newSender(m)
 	wc := make([]verbs.WC, 16)
 	for i := range cfg.NumQPs {
 		wrs := s.wrs[i]

@@ -125,16 +125,13 @@ type sender struct {
 	mod     []uint64 // scnt % cq_mod, with a post list of one
 }
 
-// newSender prepares the send work requests for message size size.
-func (e *endpoint) newSender(size int) *sender {
-	cfg := e.cfg
+// newSender prepares the send work requests for messages of m's size.
+func (e *endpoint) newSender(m *msgPlan) *sender {
+	cfg, size := e.cfg, m.size
 	n, pl := cfg.NumQPs, cfg.PostList
 	s := &sender{e: e, size: size, wrs: make([][]verbs.SendWR, n), sges: make([][]verbs.SGE, n),
 		myAddr: make([]uint64, n), remAddr: make([]uint64, n), scnt: make([]uint64, n), ccnt: make([]uint64, n), mod: make([]uint64, n)}
-	step := uint64(inc(size, e.cacheLine))
-	cycle := uint64(e.pageSize)
 	bw := cfg.Test == perftest.Bandwidth
-	small := uint64(size) <= cycle/2
 	for i := range n {
 		s.myAddr[i] = e.slot(i)
 		s.remAddr[i] = e.rem[i].VAddr
@@ -151,11 +148,11 @@ func (e *endpoint) newSender(size int) *sender {
 				prev := &s.wrs[i][j-1]
 				sge.Addr = s.sges[i][j-1].Addr
 				w.RemoteAddr = prev.RemoteAddr
-				if bw && small {
-					sge.Addr = nextAddr(sge.Addr, step, uint64(j-1), s.myAddr[i], cycle)
+				if bw && m.small {
+					sge.Addr = nextAddr(sge.Addr, m.step, uint64(j-1), s.myAddr[i], m.cycle)
 				}
-				if bw && (small || cfg.Verb == perftest.Atomic) {
-					w.RemoteAddr = nextAddr(w.RemoteAddr, step, uint64(j-1), s.remAddr[i], cycle)
+				if bw && m.listStepRemote {
+					w.RemoteAddr = nextAddr(w.RemoteAddr, m.step, uint64(j-1), s.remAddr[i], m.cycle)
 				}
 			}
 			if (j+1)%cfg.CQMod == 0 {
@@ -188,7 +185,7 @@ func (e *endpoint) newSender(size int) *sender {
 				w.RemoteQPN = e.rem[i].QPN
 				w.RemoteQKey = defQKey
 			}
-			if (cfg.Verb == perftest.Send || cfg.Verb == perftest.SendImm || cfg.Verb == perftest.Write || cfg.Verb == perftest.WriteImm) && size <= e.inline {
+			if m.inline {
 				w.Flags |= verbs.SendInline
 			}
 		}
@@ -220,9 +217,9 @@ func stepAddr(addr, step, prim, wrap uint64) uint64 {
 // runBW is perftest's run_iter_bw: post on every QP up to tx_depth
 // outstanding, every cq_mod-th and the last work request signalled,
 // and count completions.
-func (e *endpoint) runBW(ctx context.Context, size int, peak bool) (samples, error) {
+func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, error) {
 	cfg := e.cfg
-	s := e.newSender(size)
+	s := e.newSender(m)
 	nq := cfg.NumQPs
 	iters := cfg.Iters
 	duration := cfg.Duration > 0
@@ -245,11 +242,7 @@ func (e *endpoint) runBW(ctx context.Context, size int, peak bool) (samples, err
 	cqp := newPoller(cfg)
 	cqMod := uint64(cfg.CQMod)
 	pl := uint64(cfg.PostList)
-	step := uint64(inc(size, e.cacheLine))
-	cycle := uint64(e.pageSize)
-	small := uint64(size) <= cycle/2
-	wrap := cycle / step * step
-	remote := cfg.Verb != perftest.Send && cfg.Verb != perftest.SendImm
+	step, wrap := m.step, m.wrap
 	var totS, totC uint64
 	if !peak && !duration {
 		sm.tposted[0] = clock.Now()
@@ -300,9 +293,9 @@ func (e *endpoint) runBW(ctx context.Context, size int, peak bool) (samples, err
 				} else {
 					sig += listSig
 				}
-				if pl == 1 && small {
+				if pl == 1 && m.small {
 					sge.Addr = stepAddr(sge.Addr, step, s.myAddr[i], wrap)
-					if remote {
+					if m.stepRemote {
 						w.RemoteAddr = stepAddr(w.RemoteAddr, step, s.remAddr[i], wrap)
 					}
 				}

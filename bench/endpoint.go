@@ -26,37 +26,30 @@ type endpoint struct {
 	attr verbs.DeviceAttr
 	port verbs.PortAttr
 
-	gidIndex  int       // -1: no GRH (InfiniBand without -x)
-	autoGID   bool      // choose gidIndex among the port's GIDs
-	gid       verbs.GID // the GID at gidIndex
-	gidType   verbs.GIDType
-	mtu       verbs.MTU // effective path MTU
-	inline    int       // effective max inline data
-	outReads  int       // effective outstanding reads/atomics
-	pkeyIndex int       // --pkey_index within the device's P_Key table
+	// plan is what the run does: sizes, MTU, inline, outstanding reads,
+	// GID index, buffer layout.
+	plan    *plan
+	gid     verbs.GID // the GID at plan.gidIndex
+	gidType verbs.GIDType
 
-	pageSize  int // cycle_buffer: max of both sides' page size
-	cacheLine int // max of both sides' cache line size
-
-	pd      verbs.PD
-	mem     verbs.Memory
-	mr      verbs.MR
-	buf     []byte
-	bufSize int // perftest's BUFF_SIZE(size, cycle_buffer) for the allocation size
-	sendCh  verbs.CompChannel
-	recvCh  verbs.CompChannel
-	scq     verbs.CQ
-	rcq     verbs.CQ
-	srq     verbs.SRQ
-	qps     []verbs.QP
-	ahs     []verbs.AH
-	my      []perftest.Dest
-	rem     []perftest.Dest
+	pd     verbs.PD
+	mem    verbs.Memory
+	mr     verbs.MR
+	buf    []byte
+	sendCh verbs.CompChannel
+	recvCh verbs.CompChannel
+	scq    verbs.CQ
+	rcq    verbs.CQ
+	srq    verbs.SRQ
+	qps    []verbs.QP
+	ahs    []verbs.AH
+	my     []perftest.Dest
+	rem    []perftest.Dest
 }
 
 // slot returns the per-QP buffer offset i (send slots are 0..n-1, receive
 // and target slots n..2n-1), in units of BUFF_SIZE.
-func (e *endpoint) slot(i int) uint64 { return e.mr.Addr() + uint64(i*e.bufSize) }
+func (e *endpoint) slot(i int) uint64 { return e.mr.Addr() + uint64(i*e.plan.bufSize) }
 
 // gidScore ranks a GID as perftest's automatic choice does: address family
 // first, then global scope, then the RoCE version.
@@ -190,25 +183,23 @@ func (cfg *Config) qpAccess() verbs.Access {
 }
 
 // setup creates the buffers, PD, MR, CQs, SRQ and QPs (perftest's
-// ctx_init) for allocation size size (MaxSize with -a).
-func (e *endpoint) setup(size int) error {
-	cfg := e.cfg
+// ctx_init) as the plan lays them out.
+func (e *endpoint) setup() error {
+	cfg, p := e.cfg, e.plan
 	var err error
 	if e.pd, err = e.ctx.AllocPD(); err != nil {
 		return fmt.Errorf("Couldn't allocate PD: %w", err)
 	}
-	e.bufSize = buffSize(size, e.pageSize)
-	step := inc(e.bufSize, e.cacheLine)
-	total := step * 2 * cfg.NumQPs
+	total := inc(p.bufSize, p.cacheLine) * 2 * cfg.NumQPs
 	if cfg.Connection == perftest.UD {
-		total += e.cacheLine
+		total += p.cacheLine
 	}
 	if e.mem, err = e.ctx.AllocMemory(total); err != nil {
 		return fmt.Errorf("Couldn't allocate work buf: %w", err)
 	}
 	e.buf = e.mem.Bytes()
 	if cfg.PayloadFile != "" {
-		pattern, err := readPayload(cfg.PayloadFile, size)
+		pattern, err := readPayload(cfg.PayloadFile, p.maxSize)
 		if err != nil {
 			return fmt.Errorf("Failed to create MR: %w", err)
 		}
@@ -254,7 +245,7 @@ func (e *endpoint) setup(size int) error {
 	for i := range e.qps {
 		init := verbs.QPInit{
 			Type: qpType, SendCQ: e.scq, RecvCQ: e.rcq,
-			Cap: verbs.QPCap{MaxSendWR: cfg.TxDepth, MaxSendSGE: 1, MaxInlineData: e.inline},
+			Cap: verbs.QPCap{MaxSendWR: cfg.TxDepth, MaxSendSGE: 1, MaxInlineData: e.plan.inline},
 		}
 		if cfg.Verb.HasReceives() && !cfg.UseSRQ {
 			init.Cap.MaxRecvWR = cfg.RxDepth
@@ -278,7 +269,7 @@ func (e *endpoint) setup(size int) error {
 }
 
 func (e *endpoint) toInit(q verbs.QP) error {
-	a := verbs.QPAttr{State: verbs.StateInit, PKeyIndex: uint16(e.pkeyIndex), Port: uint8(e.cfg.IBPort)}
+	a := verbs.QPAttr{State: verbs.StateInit, PKeyIndex: uint16(e.plan.pkeyIndex), Port: uint8(e.cfg.IBPort)}
 	mask := verbs.AttrState | verbs.AttrPKeyIndex | verbs.AttrPort
 	if e.cfg.Connection == perftest.UD {
 		a.QKey = defQKey
@@ -300,7 +291,7 @@ func (e *endpoint) localDests() {
 	for i := range e.my {
 		e.my[i] = perftest.Dest{
 			LID:      e.port.LID,
-			OutReads: uint16(e.outReads),
+			OutReads: uint16(e.plan.outReads),
 			QPN:      e.qps[i].Num(),
 			PSN:      randPSN(),
 			RKey:     e.mr.RKey(),
@@ -318,9 +309,9 @@ func (e *endpoint) ahAttr(i int) verbs.AHAttr {
 	if cfg.DLID != 0 {
 		a.DLID = uint16(cfg.DLID)
 	}
-	if e.gidIndex >= 0 {
+	if e.plan.gidIndex >= 0 {
 		a.IsGlobal = true
-		a.GRH = verbs.GRH{DGID: verbs.GID(r.GID), SGIDIndex: uint8(e.gidIndex), HopLimit: hopLimit, TrafficClass: uint8(cfg.TClass)}
+		a.GRH = verbs.GRH{DGID: verbs.GID(r.GID), SGIDIndex: uint8(e.plan.gidIndex), HopLimit: hopLimit, TrafficClass: uint8(cfg.TClass)}
 		if len(cfg.FlowLabel) > 0 {
 			a.GRH.FlowLabel = uint32(cfg.FlowLabel[i%len(cfg.FlowLabel)])
 		}
@@ -337,7 +328,7 @@ func (e *endpoint) connect(sends bool) error {
 		a := verbs.QPAttr{State: verbs.StateRTR, AH: e.ahAttr(i)}
 		mask := verbs.AttrState
 		if cfg.Connection != perftest.UD {
-			a.PathMTU = e.mtu
+			a.PathMTU = e.plan.mtu
 			a.DestQPN = r.QPN
 			a.RQPSN = r.PSN
 			mask |= verbs.AttrAV | verbs.AttrPathMTU | verbs.AttrDestQPN | verbs.AttrRQPSN

@@ -23,14 +23,14 @@ type latRun struct {
 	wc       [1]verbs.WC
 }
 
-func (e *endpoint) newLatRun(ctx context.Context, size int, server bool) *latRun {
+func (e *endpoint) newLatRun(ctx context.Context, m *msgPlan, server bool) *latRun {
 	cfg := e.cfg
-	s := e.newSender(size)
+	s := e.newSender(m)
 	l := &latRun{e: e, ctx: ctx, wr: s.wrs[0][:1], server: server, iters: cfg.Iters, duration: cfg.Duration > 0}
 	w := &l.wr[0]
-	w.SGL[0].Length = uint32(size)
+	w.SGL[0].Length = uint32(m.size)
 	w.Flags = 0
-	if size <= e.inline && cfg.Verb != perftest.Read && cfg.Verb != perftest.Atomic {
+	if m.inline {
 		w.Flags |= verbs.SendInline
 	}
 	if l.duration {
@@ -111,9 +111,9 @@ func (l *latRun) pollOne(cq verbs.CQ, ch verbs.CompChannel, events bool) (*verbs
 
 // runLatSend is perftest's run_iter_lat_send: the client sends first; each
 // side waits for a message, reposts the receive, then sends.
-func (e *endpoint) runLatSend(ctx context.Context, r *receiver, size int, server bool) (samples, error) {
+func (e *endpoint) runLatSend(ctx context.Context, r *receiver, m *msgPlan, server bool) (samples, error) {
 	cfg := e.cfg
-	l := e.newLatRun(ctx, size, server)
+	l := e.newLatRun(ctx, m, server)
 	w := &l.wr[0]
 	imm := cfg.Verb == perftest.SendImm
 	sizePerQP := uint64(cfg.RxDepth)
@@ -183,13 +183,13 @@ func (e *endpoint) runLatSend(ctx context.Context, r *receiver, size int, server
 // runLatWrite is perftest's run_iter_lat_write: each side writes a message
 // whose last byte is a counter and spins on the last byte of its own
 // receive buffer for the peer's; the server writes first.
-func (e *endpoint) runLatWrite(ctx context.Context, size int, server bool) (samples, error) {
+func (e *endpoint) runLatWrite(ctx context.Context, m *msgPlan, server bool) (samples, error) {
 	cfg := e.cfg
-	l := e.newLatRun(ctx, size, server)
+	l := e.newLatRun(ctx, m, server)
 	l.wr[0].Flags |= verbs.SendSignaled
 	n := cfg.NumQPs
-	postBuf := e.buf[size-1:]
-	pollBuf := e.buf[n*e.bufSize+size-1:]
+	postBuf := e.buf[m.size-1:]
+	pollBuf := e.buf[n*e.plan.bufSize+m.size-1:]
 	var scnt, ccnt, rcnt uint64
 	for scnt < l.iters || ccnt < l.iters || rcnt < l.iters || (l.duration && !l.ended()) {
 		if (rcnt < l.iters || l.duration) && !(scnt < 1 && server) {
@@ -242,9 +242,9 @@ func (e *endpoint) runLatWrite(ctx context.Context, size int, server bool) (samp
 // runLatWriteImm is perftest's run_iter_lat_write_imm: like runLatWrite,
 // but each side waits for the receive completion of the peer's write with
 // immediate instead of polling memory.
-func (e *endpoint) runLatWriteImm(ctx context.Context, r *receiver, size int, server bool) (samples, error) {
+func (e *endpoint) runLatWriteImm(ctx context.Context, r *receiver, m *msgPlan, server bool) (samples, error) {
 	cfg := e.cfg
-	l := e.newLatRun(ctx, size, server)
+	l := e.newLatRun(ctx, m, server)
 	l.wr[0].Flags |= verbs.SendSignaled
 	sizePerQP := uint64(cfg.RxDepth)
 	if cfg.UseSRQ {
@@ -306,9 +306,9 @@ func (e *endpoint) runLatWriteImm(ctx context.Context, r *receiver, size int, se
 
 // runLatReadAtomic is perftest's run_iter_lat: the client posts one READ or
 // atomic at a time and waits for its completion; a full round trip each.
-func (e *endpoint) runLatReadAtomic(ctx context.Context, size int) (samples, error) {
+func (e *endpoint) runLatReadAtomic(ctx context.Context, m *msgPlan) (samples, error) {
 	cfg := e.cfg
-	l := e.newLatRun(ctx, size, false)
+	l := e.newLatRun(ctx, m, false)
 	l.wr[0].Flags |= verbs.SendSignaled
 	var scnt uint64
 	for scnt < l.iters || (l.duration && !l.ended()) {

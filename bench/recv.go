@@ -13,7 +13,7 @@ import (
 // recv_post_list receive work requests per QP (perftest's ctx_set_recv_wqes).
 type receiver struct {
 	e      *endpoint
-	size   int
+	m      *msgPlan
 	wrs    [][]verbs.RecvWR
 	sges   [][]verbs.SGE
 	rxAddr []uint64
@@ -23,44 +23,24 @@ type receiver struct {
 	perQP  int // receives posted per QP up front
 }
 
-// recvLength is perftest's set_recv_length: the message plus the GRH room
-// for UD, rounded up to the MTU with an SRQ.
-func (e *endpoint) recvLength(size int) int {
-	n := size
-	if e.cfg.Connection == perftest.UD {
-		n += UDAddition
-	}
-	if e.cfg.UseSRQ {
-		m := e.mtu.Bytes()
-		n = (n + m - 1) / m * m
-	}
-	if e.cfg.Verb == perftest.WriteImm {
-		n = 0
-	}
-	return n
-}
-
-// postReceives prepares the receive work requests for message size size
-// and posts rx_depth of them (per QP, or split between QPs on an SRQ).
-func (e *endpoint) postReceives(size int) (*receiver, error) {
+// postReceives prepares the receive work requests for messages of m's
+// size and posts rx_depth of them (per QP, or split between QPs on an SRQ).
+func (e *endpoint) postReceives(m *msgPlan) (*receiver, error) {
 	cfg := e.cfg
 	n, pl := cfg.NumQPs, cfg.RecvPostList
-	r := &receiver{e: e, size: size, wrs: make([][]verbs.RecvWR, n), sges: make([][]verbs.SGE, n),
+	r := &receiver{e: e, m: m, wrs: make([][]verbs.RecvWR, n), sges: make([][]verbs.SGE, n),
 		rxAddr: make([]uint64, n), posted: make([]uint64, n), unused: make([]uint64, n), rcnt: make([]uint64, n)}
-	length := e.recvLength(size)
+	length := m.recvLength
 	perQP := cfg.RxDepth / pl
 	if cfg.UseSRQ {
 		perQP /= n
 	}
 	r.perQP = perQP
-	step := uint64(inc(size, e.cacheLine))
-	cycle := uint64(e.pageSize)
 	bw := cfg.Test == perftest.Bandwidth
-	small := uint64(size) <= cycle/2
 	for i := range n {
 		addr := e.slot(n + i)
 		if cfg.Connection == perftest.UD {
-			addr += uint64(e.cacheLine - UDAddition)
+			addr += uint64(e.plan.cacheLine - UDAddition)
 		}
 		r.rxAddr[i] = addr
 		r.wrs[i] = make([]verbs.RecvWR, pl)
@@ -70,8 +50,8 @@ func (e *endpoint) postReceives(size int) (*receiver, error) {
 			sge.Addr, sge.Length, sge.LKey = addr, uint32(length), e.mr.LKey()
 			if j > 0 {
 				sge.Addr = r.sges[i][j-1].Addr
-				if bw && small {
-					sge.Addr = nextAddr(sge.Addr, step, uint64(j-1), r.rxAddr[i], cycle)
+				if bw && m.small {
+					sge.Addr = nextAddr(sge.Addr, m.step, uint64(j-1), r.rxAddr[i], m.cycle)
 				}
 			}
 			r.wrs[i][j] = verbs.RecvWR{ID: wrID(i*pl+j, i), SGL: r.sges[i][j : j+1 : j+1]}
@@ -80,8 +60,8 @@ func (e *endpoint) postReceives(size int) (*receiver, error) {
 			if err := r.post(i); err != nil {
 				return nil, fmt.Errorf("Couldn't post recv Qp = %d: counter=%d: %w", i, j, err)
 			}
-			if pl == 1 && bw && small {
-				r.sges[i][0].Addr = nextAddr(r.sges[i][0].Addr, step, uint64(j), r.rxAddr[i], cycle)
+			if pl == 1 && bw && m.small {
+				r.sges[i][0].Addr = nextAddr(r.sges[i][0].Addr, m.step, uint64(j), r.rxAddr[i], m.cycle)
 			}
 		}
 		r.sges[i][0].Addr = r.rxAddr[i]
@@ -112,21 +92,13 @@ func (r *receiver) consumed(qi int, duration bool) error {
 			return fmt.Errorf("Couldn't post recv Qp=%d rcnt=%d: %w", qi, r.rcnt[qi], err)
 		}
 		r.unused[qi] -= pl
-		if recvSize(cfg, r.size) <= r.e.pageSize/2 && pl == 1 {
+		if r.m.recvSmall && pl == 1 {
 			s := &r.sges[qi][0]
-			s.Addr = nextAddr(s.Addr, uint64(inc(r.size, r.e.cacheLine)), r.posted[qi], r.rxAddr[qi], uint64(r.e.pageSize))
+			s.Addr = nextAddr(s.Addr, r.m.step, r.posted[qi], r.rxAddr[qi], r.m.cycle)
 		}
 		r.posted[qi] += pl
 	}
 	return nil
-}
-
-// recvSize is perftest's SIZE(connection, size, 1) as the server sees it.
-func recvSize(cfg *Config, size int) int {
-	if cfg.Connection == perftest.UD {
-		return size + UDAddition
-	}
-	return size
 }
 
 // runBWServer is perftest's run_iter_bw_server: count receive completions

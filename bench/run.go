@@ -39,7 +39,7 @@ func Run(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Write
 	listens := cfg.Server == ""
 	s := &session{cfg: cfg, listens: listens, server: listens != cfg.Reversed, dev: dev, out: out, errOut: errOut}
 	err := s.run(ctx)
-	return s.results, err
+	return s.results(), err
 }
 
 // runLoopback runs the server in a goroutine, listening on a free port of
@@ -77,12 +77,12 @@ func runLoopback(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 	if err != nil {
 		cancel()
 		if serr := <-srvErr; serr != nil && !errors.Is(serr, context.Canceled) {
-			return cli.results, &failure{msg: PerftestMessage(err) + " (server side: " + strings.TrimSpace(PerftestMessage(serr)) + ")\n", err: err}
+			return cli.results(), &failure{msg: PerftestMessage(err) + " (server side: " + strings.TrimSpace(PerftestMessage(serr)) + ")\n", err: err}
 		}
-		return cli.results, err
+		return cli.results(), err
 	}
 	if err := <-srvErr; err != nil {
-		return cli.results, errors.Join(errors.New("loopback server failed"), err)
+		return cli.results(), errors.Join(errors.New("loopback server failed"), err)
 	}
-	return cli.results, nil
+	return cli.results(), nil
 }

@@ -52,13 +52,3 @@ func Find(name string) (verbs.Device, error) {
 	}
 	return nil, fmt.Errorf("find rdma device %q: %w: %w", name, ErrNoDevice, unix.ENODEV)
 }
-
-// Open finds the device called name (the first one when name is empty) and
-// opens it.
-func Open(name string) (verbs.Context, error) {
-	d, err := Find(name)
-	if err != nil {
-		return nil, err
-	}
-	return d.Open()
-}

@@ -18,12 +18,16 @@ func TestDefaultFirstDeviceIsEmu0(t *testing.T) {
 	if len(list) == 0 || list[0].Name() != "emu0" || list[0].Kind() != verbs.KindEmulated {
 		t.Fatalf("first device %v, want emu0 (emulated)", list)
 	}
-	ctx, err := Open("")
+	d, err := Find("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := d.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ctx.Device().Name() != "emu0" {
-		t.Errorf("Open(\"\") opened %s", ctx.Device().Name())
+		t.Errorf("Find(\"\") found %s", ctx.Device().Name())
 	}
 	if err := ctx.Close(); err != nil {
 		t.Fatal(err)
@@ -49,8 +53,8 @@ func TestConfiguredDevices(t *testing.T) {
 
 func TestNoDevices(t *testing.T) {
 	t.Setenv(emu.EnvVar, "off")
-	if _, err := Open(""); !errors.Is(err, ErrNoDevice) {
-		t.Errorf("Open with no devices = %v", err)
+	if _, err := Find(""); !errors.Is(err, ErrNoDevice) {
+		t.Errorf("Find with no devices = %v", err)
 	}
 }
 

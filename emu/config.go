@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -234,16 +233,6 @@ func pvrdmaAttr(mod func(*verbs.DeviceAttr)) verbs.DeviceAttr {
 	}
 	mod(&a)
 	return a
-}
-
-// Profiles returns the names of the emulated device profiles.
-func Profiles() []string {
-	var out []string
-	for n := range profiles {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // netdevInfo is what the GID table is built from.

@@ -38,7 +38,7 @@
 // WriteJSON writes perftest's --out_json object extended to valid JSON that
 // keeps every row: "results" is an array with one object per printed row
 // (every size of an -a run), and a bidirectional run adds "local_results"
-// and "remote_results". See JSONReport. When given a Run, it adds it as a
+// and "remote_results", all taken from a Record. When given a Run, it adds it as a
 // "pvperf" object with a schema_version (SchemaVersion), which ParseRun
 // reads back; its errors match ErrEmpty, ErrMalformed, ErrNoRun or
 // ErrSchema.
@@ -50,9 +50,10 @@
 // time) and one Result per message size and side (SideLocal, SideRemote,
 // SideSum), in fixed units named by the JSON keys: MiB/s and Gb/s, Mpps,
 // microseconds. Num is a float64 whose NaN (not measured) is null in
-// JSON. The engine fills a Run with AddBW, AddLatency and
-// AddLatencyDuration beside the text; Merge joins runs of one setup that
-// hold different sizes.
+// JSON. The engine records each measured row once in a Record, which
+// prints the row's text, and takes the Run's rows (Record.Results) and the
+// JSON file's perftest rows from the same record; Merge joins runs of one
+// setup that hold different sizes.
 //
 // # CSV and benchfmt
 //

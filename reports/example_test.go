@@ -56,7 +56,7 @@ func ExampleComputeLatency() {
 		r.Min, r.Max, r.Typical, r.Avg, r.P99, r.Unit)
 
 	ti := reports.NewTestInfo(perftest.Send, perftest.Latency)
-	var doc reports.JSONReport
+	var doc reports.Record
 	doc.AddLatency(r)
 	_ = reports.WriteJSON(os.Stdout, &ti, &doc, nil)
 	// Output:

@@ -40,7 +40,7 @@ func fixtureBW(roce int, peak, overhead float64) Run {
 		t := overhead + mib/peak*1e6 // µs per message
 		avg := mib / t * 1e6
 		res := BWResult{Size: size, Iters: 1000, Average: avg, Peak: avg * 1.05, MsgRate: 1 / t}
-		r.AddBW(SideLocal, res, false)
+		r.Results = append(r.Results, bwRow(SideLocal, res, false))
 	}
 	return r
 }
@@ -61,7 +61,7 @@ func fixtureLat(base float64) Run {
 		if err != nil {
 			panic(err)
 		}
-		r.AddLatency(SideLocal, &res, Nanoseconds)
+		r.Results = append(r.Results, latencyRow(SideLocal, &res, Nanoseconds))
 	}
 	return r
 }
@@ -76,9 +76,9 @@ func fixtureBidi() Run {
 	r.Info.Peer = ""
 	local := BWResult{Size: 65536, Iters: 1000, Peak: 1000.5, Average: 900.25, MsgRate: 0.0144, CPUUtil: 12.5}
 	remote := BWResult{Size: 65536, Iters: 1000, Peak: 1001.5, Average: 901.25, MsgRate: 0.0145, CPUUtil: 13.5}
-	r.AddBW(SideLocal, local, false)
-	r.AddBW(SideRemote, remote, false)
-	r.AddBW(SideSum, SumBW(local, remote), false)
+	r.Results = append(r.Results, bwRow(SideLocal, local, false))
+	r.Results = append(r.Results, bwRow(SideRemote, remote, false))
+	r.Results = append(r.Results, bwRow(SideSum, SumBW(local, remote), false))
 	return r
 }
 
@@ -88,6 +88,6 @@ func fixtureDuration() Run {
 	r.Info.Title = "RDMA_Write_Latency_Test"
 	r.Info.Iterations = 0
 	r.Info.DurationSeconds = 5
-	r.AddLatencyDuration(SideLocal, ComputeLatencyDuration(LatencyDurationInput{Size: 2, Iters: 200000, Start: 1, End: 1 + 4e9, RTTFactor: 2}))
+	r.Results = append(r.Results, latencyDurationRow(SideLocal, ComputeLatencyDuration(LatencyDurationInput{Size: 2, Iters: 200000, Start: 1, End: 1 + 4e9, RTTFactor: 2})))
 	return r
 }

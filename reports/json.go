@@ -38,40 +38,6 @@ import (
 // (perftest's percentile rule, see LatencyResult.Percentile). Values that
 // are not finite (a zero-length window) are written as null.
 
-// JSONReport collects a run's results for the JSON file: append one row per
-// printed report, then write the file once with WriteJSON. A run fills BW,
-// Latency or LatencyDuration.
-type JSONReport struct {
-	// BW are the BW rows as printed (summed for -b).
-	BW []BWRow
-	// LocalBW and RemoteBW are each side's own results of a bidirectional
-	// run ("local_results", "remote_results").
-	LocalBW, RemoteBW []BWResult
-	// Latency are iteration-mode latency results.
-	Latency []LatencyResult
-	// LatencyDuration are duration-mode latency results.
-	LatencyDuration []LatencyDurationResult
-}
-
-// AddBW appends the row printed for local and, for a bidirectional run,
-// the remote result (nil otherwise); with a remote result both sides' own
-// results are kept too.
-func (r *JSONReport) AddBW(ti *TestInfo, local BWResult, remote *BWResult) {
-	r.BW = append(r.BW, NewBWRow(ti, local, remote))
-	if remote != nil {
-		r.LocalBW = append(r.LocalBW, local)
-		r.RemoteBW = append(r.RemoteBW, *remote)
-	}
-}
-
-// AddLatency appends an iteration-mode latency result.
-func (r *JSONReport) AddLatency(res LatencyResult) { r.Latency = append(r.Latency, res) }
-
-// AddLatencyDuration appends a duration-mode latency result.
-func (r *JSONReport) AddLatencyDuration(res LatencyDurationResult) {
-	r.LatencyDuration = append(r.LatencyDuration, res)
-}
-
 // jsonObject builds one object in perftest's layout: "{", one
 // `"key": value` per line, "}".
 type jsonObject struct {
@@ -288,25 +254,32 @@ func jsonArray(objs []*jsonObject) string {
 	return b.String()
 }
 
-// JSON returns the JSON document for a run (see the schema above), with
-// run, when not nil, as its "pvperf" object (see Run).
-func JSON(ti *TestInfo, r *JSONReport, run *Run) (string, error) {
+// JSON returns the JSON document for a run (see the schema above): the
+// perftest rows are rec's, and run, when not nil, is the "pvperf" object
+// (see Run).
+func JSON(ti *TestInfo, rec *Record, run *Run) (string, error) {
 	var results []*jsonObject
-	for _, row := range r.BW {
-		results = append(results, bwJSON(ti, row))
-	}
-	for i := range r.Latency {
-		results = append(results, latencyJSON(ti, &r.Latency[i]))
-	}
-	for _, d := range r.LatencyDuration {
-		results = append(results, latencyDurationJSON(ti, d))
+	var local, remote []BWResult
+	for i := range rec.rows {
+		row := &rec.rows[i]
+		switch {
+		case row.bw != nil:
+			results = append(results, bwJSON(ti, NewBWRow(ti, *row.bw, row.remote)))
+			if row.remote != nil {
+				local, remote = append(local, *row.bw), append(remote, *row.remote)
+			}
+		case row.lat != nil:
+			results = append(results, latencyJSON(ti, row.lat))
+		default:
+			results = append(results, latencyDurationJSON(ti, *row.dur))
+		}
 	}
 	var b strings.Builder
 	b.WriteString("{\n\"test_info\": ")
 	b.WriteString(testInfoJSON(ti).String())
 	b.WriteString(",\n\"results\": ")
 	b.WriteString(jsonArray(results))
-	if len(r.LocalBW) > 0 || len(r.RemoteBW) > 0 {
+	if len(local) > 0 {
 		side := func(rs []BWResult) string {
 			objs := make([]*jsonObject, len(rs))
 			for i, res := range rs {
@@ -315,9 +288,9 @@ func JSON(ti *TestInfo, r *JSONReport, run *Run) (string, error) {
 			return jsonArray(objs)
 		}
 		b.WriteString(",\n\"local_results\": ")
-		b.WriteString(side(r.LocalBW))
+		b.WriteString(side(local))
 		b.WriteString(",\n\"remote_results\": ")
-		b.WriteString(side(r.RemoteBW))
+		b.WriteString(side(remote))
 	}
 	if run != nil {
 		s, err := runJSON(run)
@@ -331,9 +304,9 @@ func JSON(ti *TestInfo, r *JSONReport, run *Run) (string, error) {
 	return b.String(), nil
 }
 
-// WriteJSON writes JSON(ti, r, run) to w.
-func WriteJSON(w io.Writer, ti *TestInfo, r *JSONReport, run *Run) error {
-	s, err := JSON(ti, r, run)
+// WriteJSON writes JSON(ti, rec, run) to w.
+func WriteJSON(w io.Writer, ti *TestInfo, rec *Record, run *Run) error {
+	s, err := JSON(ti, rec, run)
 	if err != nil {
 		return err
 	}

@@ -51,11 +51,11 @@ func mustLatency(t *testing.T, in LatencyInput) LatencyResult {
 
 func jsonCases(t *testing.T) map[string]struct {
 	ti TestInfo
-	r  JSONReport
+	r  Record
 } {
 	cases := map[string]struct {
 		ti TestInfo
-		r  JSONReport
+		r  Record
 	}{}
 
 	// ib_write_bw -a --report_gbits: every size kept, the small ones with 6
@@ -63,13 +63,13 @@ func jsonCases(t *testing.T) map[string]struct {
 	{
 		ti := jsonRXE(perftest.Write, perftest.Bandwidth)
 		ti.Gbits = true
-		var r JSONReport
-		r.AddBW(&ti, bw(2, 10, 0.000298, 0.000112, 0.006974), nil)
-		r.AddBW(&ti, bw(1024, 10, 0.168366, 0.095275, 0.011630), nil)
-		r.AddBW(&ti, bw(2048, 10, 0.35, 0.23, 0.013960), nil)
+		var r Record
+		r.AddBW(SideLocal, bw(2, 10, 0.000298, 0.000112, 0.006974))
+		r.AddBW(SideLocal, bw(1024, 10, 0.168366, 0.095275, 0.011630))
+		r.AddBW(SideLocal, bw(2048, 10, 0.35, 0.23, 0.013960))
 		cases["json_write_bw_a_gbits"] = struct {
 			ti TestInfo
-			r  JSONReport
+			r  Record
 		}{ti, r}
 	}
 	// ib_send_bw -b --report-both on the server, with --cpu_util: the summed
@@ -78,48 +78,48 @@ func jsonCases(t *testing.T) map[string]struct {
 		ti := rxeInfo(Perftest629, perftest.Send, perftest.Bandwidth, true)
 		ti.Duplex = true
 		ti.CPUUtil = true
-		var r JSONReport
+		var r Record
 		local := BWResult{Size: 65536, Iters: 1000, Peak: 1000.5, Average: 900.25, MsgRate: 0.0144, CPUUtil: 12.5}
 		remote := BWResult{Size: 65536, Iters: 1000, Peak: 1001.5, Average: 901.25, MsgRate: 0.0145, CPUUtil: 13.5}
-		r.AddBW(&ti, local, &remote)
+		r.AddBidirectionalBW(local, remote)
 		cases["json_send_bw_bidirectional"] = struct {
 			ti TestInfo
-			r  JSONReport
+			r  Record
 		}{ti, r}
 	}
 	// ib_read_lat -a (two sizes) from computed statistics.
 	{
 		ti := jsonRXE(perftest.Read, perftest.Latency)
 		ti.TxDepth = 1
-		var r JSONReport
+		var r Record
 		r.AddLatency(mustLatency(t, LatencyInput{Size: 2, Iters: 10, Samples: []int64{3000, 2500, 9000, 2600, 2700, 50000, 2800, 3100, 2650}, RTTFactor: 1}))
 		r.AddLatency(mustLatency(t, LatencyInput{Size: 4, Iters: 9, Samples: []int64{100, 107, 98, 250, 103, 99, 1000, 101}, RTTFactor: 1, Clock: Clock{MHz: 2.5}}))
 		cases["json_read_lat"] = struct {
 			ti TestInfo
-			r  JSONReport
+			r  Record
 		}{ti, r}
 	}
 	// ib_write_lat -D: duration-mode rows.
 	{
 		ti := jsonRXE(perftest.Write, perftest.Latency)
 		ti.Duration = true
-		var r JSONReport
+		var r Record
 		r.AddLatencyDuration(ComputeLatencyDuration(LatencyDurationInput{Size: 2, Iters: 200000, Start: 1, End: 1 + 4e9, RTTFactor: 2}))
 		cases["json_write_lat_duration"] = struct {
 			ti TestInfo
-			r  JSONReport
+			r  Record
 		}{ti, r}
 	}
 	// --output=bandwidth: perftest's single key, without its trailing comma.
 	{
 		ti := jsonRXE(perftest.Write, perftest.Bandwidth)
 		ti.Output = perftest.OutputBandwidth
-		var r JSONReport
-		r.AddBW(&ti, bw(65536, 20, 33.45, 28.66, 0.000459), nil)
-		r.AddBW(&ti, bw(8388608, 20, 33.45, math.Inf(1), 0.000459), nil) // not finite: null
+		var r Record
+		r.AddBW(SideLocal, bw(65536, 20, 33.45, 28.66, 0.000459))
+		r.AddBW(SideLocal, bw(8388608, 20, 33.45, math.Inf(1), 0.000459)) // not finite: null
 		cases["json_output_bandwidth"] = struct {
 			ti TestInfo
-			r  JSONReport
+			r  Record
 		}{ti, r}
 	}
 	// Every optional test_info key.
@@ -147,11 +147,11 @@ func jsonCases(t *testing.T) map[string]struct {
 		ti.TOS = 32
 		ti.ROCmMemory = On
 		ti.Output = perftest.OutputMessageRate
-		var r JSONReport
-		r.AddBW(&ti, BWResult{MsgRate: 1.25}, &BWResult{MsgRate: 2})
+		var r Record
+		r.AddBidirectionalBW(BWResult{MsgRate: 1.25}, BWResult{MsgRate: 2})
 		cases["json_all_test_info"] = struct {
 			ti TestInfo
-			r  JSONReport
+			r  Record
 		}{ti, r}
 	}
 	return cases
@@ -174,9 +174,9 @@ func TestJSONGolden(t *testing.T) {
 
 func TestJSONKeepsPerftestKeysAndOrder(t *testing.T) {
 	ti := jsonRXE(perftest.Write, perftest.Bandwidth)
-	var r JSONReport
+	var r Record
 	for _, size := range []uint64{2, 4, 8} {
-		r.AddBW(&ti, bw(size, 10, 1, 0.5, 0.25), nil)
+		r.AddBW(SideLocal, bw(size, 10, 1, 0.5, 0.25))
 	}
 	out, _ := JSON(&ti, &r, nil)
 	var doc struct {
@@ -213,7 +213,7 @@ func TestJSONKeepsPerftestKeysAndOrder(t *testing.T) {
 
 func TestJSONEmpty(t *testing.T) {
 	ti := NewTestInfo(perftest.Read, perftest.Latency)
-	got, _ := JSON(&ti, &JSONReport{}, nil)
+	got, _ := JSON(&ti, &Record{}, nil)
 	if !json.Valid([]byte(got)) || !strings.Contains(got, "\"results\": []\n}") {
 		t.Errorf("empty report:\n%s", got)
 	}

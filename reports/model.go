@@ -215,9 +215,9 @@ func NewRunInfo(test string, ti *TestInfo) RunInfo {
 	}
 }
 
-// AddBW appends a BW row of side. gbits tells the unit of r (true: Gb/s,
-// as with --report_gbits; false: MiB/s).
-func (r *Run) AddBW(side string, res BWResult, gbits bool) {
+// bwRow is a BW result of side in the model's units. gbits tells the unit
+// of res (true: Gb/s, as with --report_gbits; false: MiB/s).
+func bwRow(side string, res BWResult, gbits bool) Result {
 	// Multiplying first keeps exact products exact (1000 MiB/s is
 	// 8.388608 Gb/s, not 8.388608000000001).
 	toGb := func(mib float64) Num { return Num(mib * MiBFactor / GbitFactor) }
@@ -231,14 +231,13 @@ func (r *Run) AddBW(side string, res BWResult, gbits bool) {
 		st.PeakGbps, st.AverageGbps = toGb(res.Peak), toGb(res.Average)
 	}
 	st.MsgRateMpps = Num(res.MsgRate)
-	r.Results = append(r.Results, Result{Side: side, Size: res.Size, Iterations: res.Iters,
-		BW: &st, CPUUtil: cpuNum(res.CPUUtil)})
+	return Result{Side: side, Size: res.Size, Iterations: res.Iters, BW: &st, CPUUtil: cpuNum(res.CPUUtil)}
 }
 
-// AddLatency appends an iteration-mode latency row of side. clock is the
-// tick rate the result was computed with, used to convert a cycles-mode
-// (-C) result to microseconds.
-func (r *Run) AddLatency(side string, res *LatencyResult, clock Clock) {
+// latencyRow is an iteration-mode latency result of side in the model's
+// units. clock is the tick rate the result was computed with, used to
+// convert a cycles-mode (-C) result to microseconds.
+func latencyRow(side string, res *LatencyResult, clock Clock) Result {
 	f := 1.0
 	if res.Unit == "cycles" {
 		f = 1 / clock.mhz()
@@ -257,20 +256,19 @@ func (r *Run) AddLatency(side string, res *LatencyResult, clock Clock) {
 		P9999Us:   us(res.Percentile(0.9999)),
 		TPS:       NaN,
 	}
-	r.Results = append(r.Results, Result{Side: side, Size: res.Size, Iterations: res.Iters,
-		Latency: &st, CPUUtil: cpuNum(res.CPUUtil)})
+	return Result{Side: side, Size: res.Size, Iterations: res.Iters, Latency: &st, CPUUtil: cpuNum(res.CPUUtil)}
 }
 
-// AddLatencyDuration appends a duration-mode latency row of side.
-func (r *Run) AddLatencyDuration(side string, res LatencyDurationResult) {
+// latencyDurationRow is a duration-mode latency result of side in the
+// model's units.
+func latencyDurationRow(side string, res LatencyDurationResult) Result {
 	st := LatencyStats{
 		MinUs: NaN, MaxUs: NaN, TypicalUs: NaN, StdevUs: NaN,
 		P50Us: NaN, P90Us: NaN, P99Us: NaN, P999Us: NaN, P9999Us: NaN,
 		MeanUs: Num(res.Avg),
 		TPS:    Num(res.TPS),
 	}
-	r.Results = append(r.Results, Result{Side: side, Size: res.Size, Iterations: res.Iters,
-		Latency: &st, CPUUtil: cpuNum(res.CPUUtil)})
+	return Result{Side: side, Size: res.Size, Iterations: res.Iters, Latency: &st, CPUUtil: cpuNum(res.CPUUtil)}
 }
 
 // cpuNum is the CPU usage, NaN when it was not measured (0).

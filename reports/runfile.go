@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 )
 
@@ -98,15 +97,6 @@ func ParseRun(data []byte, source string) (Run, error) {
 		return fail(ErrSchema, "%v", err)
 	}
 	return run, nil
-}
-
-// ReadRun reads a run with ParseRun from r.
-func ReadRun(r io.Reader, source string) (Run, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return Run{}, fmt.Errorf("%s: %w", source, err)
-	}
-	return ParseRun(data, source)
 }
 
 // check applies the schema's rules that types alone do not.

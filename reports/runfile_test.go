@@ -29,12 +29,12 @@ func fixtureRuns() map[string]Run {
 func TestRunJSONGolden(t *testing.T) {
 	// A whole --out_json file: perftest's keys, then the model.
 	ti := jsonRXE(perftest.Write, perftest.Bandwidth)
-	var r JSONReport
+	var r Record
 	run := Run{Info: fixtureInfo("write_bw", KindBW, "RDMA_Write", 2)}
 	for _, size := range []uint64{2, 65536} {
 		res := bw(size, 1000, 1100, 1000, 0.25)
-		r.AddBW(&ti, res, nil)
-		run.AddBW(SideLocal, res, false)
+		r.AddBW(SideLocal, res)
+		run.Results = append(run.Results, bwRow(SideLocal, res, false))
 	}
 	got, err := JSON(&ti, &r, &run)
 	if err != nil {

@@ -459,17 +459,6 @@ func samplesDump(unit string, samples []int64, q float64) string {
 	return b.String()
 }
 
-// WriteSamples writes a -U/-H style dump of values already in the report
-// unit: "#, <unit>" then "<n>, %g" per value, numbered from 1.
-func WriteSamples(w io.Writer, unit string, values []float64) error {
-	var b strings.Builder
-	b.WriteString(cSprintf(samplesHeaderFmt, unit))
-	for i, v := range values {
-		b.WriteString(cSprintf(sampleFmt, i+1, v))
-	}
-	return writeString(w, b.String())
-}
-
 // LatencyDurationReport returns a duration-mode latency row (perftest's
 // print_report_lat_duration), or "%lf\n" of t_avg with --output=latency.
 func LatencyDurationReport(ti *TestInfo, r LatencyDurationResult) string {

@@ -472,11 +472,6 @@ func TestLatencySampleDumps(t *testing.T) {
 	if got, want := LatencyReport(&ti, &r), "#, cycles\n1, 1250\n2, 1300\n3, 1350\n1300.000000\n"; got != want {
 		t.Errorf("cycles dump: got %q, want %q", got, want)
 	}
-	var b bytes.Buffer
-	must(t, WriteSamples(&b, "usec", []float64{0.5, 1234567}))
-	if got, want := b.String(), "#, usec\n1, 0.5\n2, 1.23457e+06\n"; got != want {
-		t.Errorf("WriteSamples: got %q, want %q", got, want)
-	}
 }
 
 func TestMessages(t *testing.T) {
@@ -526,9 +521,8 @@ func TestWriteErrors(t *testing.T) {
 		"lat":       WriteLatencyReport(failWriter{}, &ti, &r),
 		"lat hdr":   WriteLatencyHeader(failWriter{}, &ti),
 		"dur":       WriteLatencyDurationReport(failWriter{}, &ti, LatencyDurationResult{}),
-		"samples":   WriteSamples(failWriter{}, "usec", nil),
 		"inline":    WriteInlineNotRecognized(failWriter{}, failWriter{}),
-		"json":      WriteJSON(failWriter{}, &ti, &JSONReport{}, nil),
+		"json":      WriteJSON(failWriter{}, &ti, &Record{}, nil),
 	} {
 		if !errors.Is(err, errWrite) {
 			t.Errorf("%s: error %v, want the writer's", name, err)

@@ -124,23 +124,6 @@ func normTimeout(d time.Duration) time.Duration {
 	return d
 }
 
-// Role returns the side of the connection.
-func (c *Conn) Role() Role { return c.role }
-
-// NetConn returns the underlying connection (still owned by c).
-func (c *Conn) NetConn() net.Conn { return c.nc }
-
-// LocalVersion returns the version string this side advertises.
-func (c *Conn) LocalVersion() string { return c.local }
-
-// RemoteVersion returns the peer's version string and whether it is known
-// (after ExchangeVersion).
-func (c *Conn) RemoteVersion() (string, bool) { return c.remote, c.haveVer }
-
-// Features returns the optional steps of this connection; they are known
-// after ExchangeVersion (ok is false before).
-func (c *Conn) Features() (f Features, ok bool) { return c.feat, c.haveVer }
-
 // Timeout returns the current per-exchange timeout (NoTimeout: none).
 func (c *Conn) Timeout() time.Duration { return c.timeout }
 
@@ -251,17 +234,6 @@ func (c *Conn) needVersion(step string) error {
 		return fmt.Errorf("oob: exchange %s: peer version not exchanged yet: %w", step, ErrIncompatible)
 	}
 	return nil
-}
-
-// Exchange sends out and returns the len(out) bytes the peer sends, in the
-// order of the Conn's role: a raw fixed-size exchange (perftest's
-// ctx_xchg_data) for messages this package does not model.
-func (c *Conn) Exchange(out []byte) ([]byte, error) {
-	in := make([]byte, len(out))
-	if err := c.exchange(stepRaw, out, in); err != nil {
-		return nil, err
-	}
-	return in, nil
 }
 
 // ExchangeVersion exchanges the 16-byte version strings and returns the

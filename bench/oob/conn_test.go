@@ -185,7 +185,7 @@ func TestSetTimeout(t *testing.T) {
 	}
 	c.SetTimeout(50 * time.Millisecond)
 	go func() { _, _ = io.Copy(io.Discard, peer) }()
-	if _, err := c.Exchange([]byte{1}); !errors.Is(err, ErrTimeout) {
+	if _, err := c.exchangeRaw([]byte{1}); !errors.Is(err, ErrTimeout) {
 		t.Errorf("got %v", err)
 	}
 	c.SetTimeout(0)
@@ -223,7 +223,7 @@ func TestStepsNeedVersion(t *testing.T) {
 	if _, err := c.ExchangeReports(BWReport{}, false); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("reports: %v", err)
 	}
-	if _, ok := c.Features(); ok {
+	if ok := c.haveVer; ok {
 		t.Error("features known before the version exchange")
 	}
 }
@@ -278,7 +278,7 @@ func TestOldPeerWireSizes(t *testing.T) {
 	if _, err := c.ExchangeVersion(); !errors.Is(err, ErrIncompatible) {
 		t.Fatalf("version: %v", err)
 	}
-	f, ok := c.Features()
+	f, ok := c.feat, c.haveVer
 	if want := (Features{SysData: true, MTU: true, MTUSize: 2, ReportItersSize: 4}); !ok || f != want {
 		t.Fatalf("features %+v", f)
 	}
@@ -444,7 +444,7 @@ func TestCloseHandshakeDone(t *testing.T) {
 			if err := c.Close(); err != nil {
 				t.Errorf("second Close: %v", err)
 			}
-			if _, err := c.Exchange([]byte{1}); !errors.Is(err, ErrClosed) {
+			if _, err := c.exchangeRaw([]byte{1}); !errors.Is(err, ErrClosed) {
 				t.Errorf("exchange after close: %v", err)
 			}
 		})
@@ -472,4 +472,13 @@ func TestExchangeErrorMessages(t *testing.T) {
 	if PerftestMessage(io.EOF) != "" || PerftestMessage(nil) != "" {
 		t.Error("message for a foreign error")
 	}
+}
+
+// exchangeRaw is a raw one-message exchange in the order of c's role.
+func (c *Conn) exchangeRaw(out []byte) ([]byte, error) {
+	in := make([]byte, len(out))
+	if err := c.exchange(stepRaw, out, in); err != nil {
+		return nil, err
+	}
+	return in, nil
 }

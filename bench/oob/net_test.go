@@ -37,8 +37,8 @@ func TestListenDial(t *testing.T) {
 	}
 	srv := a.c
 	defer srv.Close()
-	if cli.Role() != Client || srv.Role() != Server || cli.LocalVersion() != "6.27" || srv.LocalVersion() != DefaultVersion {
-		t.Errorf("roles %v %v, versions %q %q", cli.Role(), srv.Role(), cli.LocalVersion(), srv.LocalVersion())
+	if cli.role != Client || srv.role != Server || cli.local != "6.27" || srv.local != DefaultVersion {
+		t.Errorf("roles %v %v, versions %q %q", cli.role, srv.role, cli.local, srv.local)
 	}
 	errc := make(chan error, 1)
 	go func() {
@@ -51,7 +51,7 @@ func TestListenDial(t *testing.T) {
 	if err := <-errc; err != nil {
 		t.Fatalf("server: %v", err)
 	}
-	if v, ok := srv.RemoteVersion(); !ok || v != "6.27" {
+	if v, ok := srv.remote, srv.haveVer; !ok || v != "6.27" {
 		t.Errorf("server sees %q", v)
 	}
 	// The listener accepted one client and is closed.

@@ -20,9 +20,11 @@ func writeRun(t *testing.T, dir, name string, roce int, sizes ...uint64) string 
 	run := reports.Run{Info: reports.RunInfo{Test: "write_bw", Title: "RDMA_Write_BW_Test", Kind: reports.KindBW,
 		Device: "emu0", Driver: "emu/unrestricted", LinkLayer: "Ethernet", RoCEVersion: roce, Connection: "RC",
 		QPs: 1, MTU: 1024, Iterations: 100, Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
+	var rec reports.Record
 	for _, s := range sizes {
-		run.AddBW(reports.SideLocal, reports.BWResult{Size: s, Iters: 100, Average: float64(s) / 10, MsgRate: 1}, false)
+		rec.AddBW(reports.SideLocal, reports.BWResult{Size: s, Iters: 100, Average: float64(s) / 10, MsgRate: 1})
 	}
+	run.Results = rec.Results(false, reports.Nanoseconds)
 	b, err := reports.MarshalRun(&run)
 	if err != nil {
 		t.Fatal(err)

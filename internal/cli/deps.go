@@ -5,6 +5,7 @@ import (
 
 	"github.com/pvperf/pvperf/bench"
 	"github.com/pvperf/pvperf/perftest"
+	"github.com/pvperf/pvperf/reports"
 )
 
 // forceDependencies is perftest's force_dependecies(): the checks between
@@ -63,9 +64,7 @@ func (p *parser) forceDependencies() error {
 		if !p.reqCQMod {
 			c.CQMod = 1
 		} else if c.CQMod > 1 {
-			fmt.Fprint(p.stdout, resultLine+
-				"Warning: Large message requested and CQ moderation enabled\n"+
-				"Warning: It can lead to inaccurate results\n")
+			_ = reports.WriteLargeMessageCQModWarning(p.stdout)
 		}
 	}
 	c.CQMod = min(c.CQMod, c.TxDepth)
@@ -95,7 +94,7 @@ func (p *parser) forceDependencies() error {
 		}
 		if !p.reqCQMod {
 			c.CQMod = c.PostList
-			fmt.Fprint(p.stdout, resultLine+"Post List requested - CQ moderation will be the size of the post list\n")
+			_ = reports.WritePostListCQMod(p.stdout)
 		} else if c.PostList%c.CQMod != 0 {
 			return p.depErr("Post list size must be a multiple of CQ moderation\n")
 		}
@@ -121,7 +120,7 @@ func (p *parser) forceDependencies() error {
 		}
 	}
 	if !p.durationMode && c.CPUUtil {
-		fmt.Fprint(p.stdout, resultLine)
+		fmt.Fprint(p.stdout, reports.ResultLine)
 		fmt.Fprint(p.stderr, " CPU Utilization works only with Duration mode.\n")
 	}
 
@@ -173,12 +172,12 @@ func (p *parser) forceDependencies() error {
 
 	// perftest's main only checks for the SEND verb here, not SEND_IMM.
 	if (!p.durationMode && c.Iters < 3000) || (bw && c.Bidirectional && p.verb == perftest.Send) || lat {
-		fmt.Fprint(p.stdout, "Disabling dynamic polling\n")
+		_ = reports.WriteDynamicPollingDisabled(p.stdout)
 		p.cfg.DynamicPolling = false
 	}
 	if !p.cfg.DynamicPolling && !p.useCQEPoll && c.NumQPs > 2048 && c.Size > 8192 {
-		fmt.Fprint(p.stdout, "Increasing CQE polling batch to 64\n")
 		p.cfg.PollBatch = 64
+		_ = reports.WritePollBatchIncreased(p.stdout, p.cfg.PollBatch)
 	}
 
 	c.Verb = p.verb
@@ -199,7 +198,7 @@ func (p *parser) forceDependencies() error {
 // noPeak disables the BW peak, warning (on BW tests) when it was on.
 func (p *parser) noPeak(warn bool) {
 	if !p.cfg.NoPeak && warn {
-		fmt.Fprint(p.stdout, " WARNING: BW peak won't be measured in this run.\n")
+		_ = reports.WritePeakWarning(p.stdout)
 	}
 	p.cfg.NoPeak = true
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/pvperf/pvperf/reports"
 )
 
 // ErrHelp is returned by Parse after -h/--help printed the usage text.
@@ -16,9 +18,6 @@ var ErrVersion = errors.New("version requested")
 
 // ErrUsage is wrapped by every *Failure: a command line perftest rejects.
 var ErrUsage = errors.New("invalid command line")
-
-// resultLine is perftest's RESULT_LINE.
-const resultLine = "---------------------------------------------------------------------------------------\n"
 
 // parserExitLine is what perftest's main prints when its parser returns an
 // error (rather than exiting by itself).
@@ -59,7 +58,7 @@ func (p *parser) exitErr(format string, args ...any) error {
 // depErr prints a RESULT_LINE to stdout and msg to stderr, then perftest
 // exits: the usual form of force_dependecies' errors.
 func (p *parser) depErr(format string, args ...any) error {
-	fmt.Fprint(p.stdout, resultLine)
+	fmt.Fprint(p.stdout, reports.ResultLine)
 	return p.exitErr(format, args...)
 }
 
@@ -67,7 +66,7 @@ func (p *parser) depErr(format string, args ...any) error {
 // stdout as well.
 func (p *parser) depErrOut(format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
-	fmt.Fprint(p.stdout, resultLine+msg)
+	fmt.Fprint(p.stdout, reports.ResultLine+msg)
 	return &Failure{Msg: msg}
 }
 

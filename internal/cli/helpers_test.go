@@ -6,10 +6,11 @@ import (
 	"testing"
 
 	"github.com/pvperf/pvperf/bench"
+	"github.com/pvperf/pvperf/reports"
 )
 
 // RL is perftest's RESULT_LINE, for expected outputs.
-const RL = resultLine
+const RL = reports.ResultLine
 
 // PF is the line perftest's main adds when its parser fails.
 const PF = parserExitLine

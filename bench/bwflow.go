@@ -1,0 +1,242 @@
+package bench
+
+import (
+	"context"
+
+	"github.com/pvperf/pvperf/bench/oob"
+	"github.com/pvperf/pvperf/perftest"
+	"github.com/pvperf/pvperf/reports"
+)
+
+// cpuOf is the CPU use of a run when --cpu_util asked for it.
+func (s *session) cpuOf(sm samples) float32 {
+	if !s.cfg.CPUUtil {
+		return 0
+	}
+	return sm.cpu
+}
+
+// bwResult turns the samples of a bandwidth run into perftest's numbers.
+func (s *session) bwResult(size int, sm samples, peak bool) (reports.BWResult, error) {
+	cfg := &s.cfg
+	in := reports.BWInput{
+		Size: uint64(size), Iters: sm.iters, NumQPs: cfg.NumQPs, Duration: cfg.Duration > 0,
+		NoPeak: !peak, CQMod: cfg.CQMod, PostList: cfg.PostList,
+		Posted: sm.tposted, Completed: sm.tcompleted, Gbits: cfg.ReportGbits,
+	}
+	in.CPUUtil = s.cpuOf(sm)
+	if cfg.Duration == 0 {
+		in.Iters = cfg.Iters
+	}
+	r, err := reports.ComputeBW(in)
+	if err != nil {
+		return r, fail(err, " "+err.Error()+"\n")
+	}
+	return r, nil
+}
+
+func (s *session) reportOf(r reports.BWResult) oob.BWReport {
+	return oob.BWReport{Size: r.Size, Iters: r.Iters, BWPeak: r.Peak, BWAvg: r.Average, MsgRateAvg: r.MsgRate}
+}
+
+func fromReport(r oob.BWReport) reports.BWResult {
+	return reports.BWResult{Size: r.Size, Iters: r.Iters, Peak: r.BWPeak, Average: r.BWAvg, MsgRate: r.MsgRateAvg}
+}
+
+// exchangeReports swaps BW results with the peer.
+func (s *session) exchangeReports(local reports.BWResult) (reports.BWResult, error) {
+	r, err := s.conn.ExchangeReports(s.reportOf(local), false)
+	if err != nil {
+		return reports.BWResult{}, fail(err, oob.PerftestMessage(err), " Failed to exchange data between server and clients\n")
+	}
+	return fromReport(r), nil
+}
+
+// peakOn tells whether the BW peak is measured on this side.
+func (s *session) peakOn() bool {
+	cfg := &s.cfg
+	return !cfg.NoPeak && cfg.Duration == 0 && cfg.Iters <= 20000
+}
+
+// runRDMABW is write_bw, read_bw and atomic_bw (and write_bw with
+// --write_with_imm): the client measures, the server waits and prints the
+// client's numbers, except that the server of WRITE with immediate counts
+// its receive completions itself.
+func (s *session) runRDMABW(ctx context.Context) error {
+	cfg := &s.cfg
+	writeImm := cfg.Verb == perftest.WriteImm
+	sends := !s.server || cfg.Bidirectional
+	if err := s.exchangeKeys(sends); err != nil {
+		return err
+	}
+	if err := s.barrier(); err != nil {
+		return err
+	}
+	if s.full() {
+		_ = reports.WriteBWHeader(s.out, &s.ti)
+	}
+	if s.server && !cfg.Bidirectional && !writeImm {
+		// The client runs the test; wait for it, then print its results.
+		stop := s.watchPeer(ctx)
+		err := s.waitingBarrier()
+		stop()
+		if err != nil {
+			return s.peerErr(ctx, err)
+		}
+		rem, err := s.exchangeReports(reports.BWResult{})
+		if err != nil {
+			return err
+		}
+		s.rec.AddBW(reports.SideRemote, rem)
+		s.writeLastRow()
+		if err := s.closeConn(); err != nil {
+			return err
+		}
+		s.resultLine()
+		return nil
+	}
+	var last reports.BWResult
+	for i := range s.plan.msgs {
+		m := &s.plan.msgs[i]
+		var r *receiver
+		if writeImm && (s.server || cfg.Bidirectional) {
+			var err error
+			if r, err = s.ep.postReceives(m); err != nil {
+				return fail(err, " "+err.Error()+"\n", " Failed to post receive recv_wqes\n")
+			}
+		}
+		if cfg.WarmUp && !writeImm && (!s.server || cfg.Bidirectional) {
+			if err := s.ep.warmUp(ctx, m); err != nil {
+				return fail(err, " "+err.Error()+"\n", "Problems with warm up\n")
+			}
+		}
+		if cfg.Bidirectional || writeImm {
+			if err := s.barrier(); err != nil {
+				return err
+			}
+		}
+		stop := s.watchPeer(ctx)
+		var sm samples
+		var err error
+		peak := s.peakOn()
+		switch {
+		case cfg.Bidirectional && writeImm:
+			sm, err = s.ep.runBi(ctx, r, m, peak, s.server)
+		case !s.server || !writeImm:
+			sm, err = s.ep.runBW(ctx, m, peak)
+		default:
+			peak = false
+			sm, err = s.ep.runBWServer(ctx, r)
+		}
+		stop()
+		if err != nil {
+			return s.peerErr(ctx, runErr(err, "run_iter_bw"))
+		}
+		if writeImm || (cfg.Bidirectional && cfg.AllSizes) {
+			if err := s.barrier(); err != nil {
+				return err
+			}
+		}
+		res, err := s.bwResult(m.size, sm, peak)
+		if err != nil {
+			return err
+		}
+		last = res
+		if err := s.reportBW(res, cfg.Bidirectional && (!writeImm || cfg.Duration == 0)); err != nil {
+			return err
+		}
+	}
+	s.resultLine()
+	if !s.server && !cfg.Bidirectional && !writeImm {
+		if err := s.barrier(); err != nil {
+			return err
+		}
+		if _, err := s.exchangeReports(last); err != nil {
+			return err
+		}
+	}
+	s.bwLimit, s.bwLimitSet = last, true
+	return s.closeConn()
+}
+
+// reportBW prints and records this side's BW row for one size; with
+// exchange (a bidirectional run) it first trades rows with the peer and
+// reports their sum, both sides kept in the results.
+func (s *session) reportBW(res reports.BWResult, exchange bool) error {
+	cfg := &s.cfg
+	if !exchange {
+		s.rec.AddBW(reports.SideLocal, res)
+		s.writeLastRow()
+		return nil
+	}
+	rem, err := s.exchangeReports(res)
+	if err != nil {
+		return err
+	}
+	s.rec.AddBidirectionalBW(res, rem)
+	s.writeLastRow()
+	if cfg.ReportBoth && !cfg.AllSizes {
+		_ = reports.WriteBWReportBoth(s.out, &s.ti, res, rem)
+	}
+	return nil
+}
+
+// runSendBW is send_bw: the server counts what it receives and prints its
+// own row, as the client does.
+func (s *session) runSendBW(ctx context.Context) error {
+	cfg := &s.cfg
+	sends := !s.server || cfg.Bidirectional
+	if err := s.exchangeKeys(sends); err != nil {
+		return err
+	}
+	if s.full() {
+		_ = reports.WriteBWHeader(s.out, &s.ti)
+	}
+	var last reports.BWResult
+	for i := range s.plan.msgs {
+		m := &s.plan.msgs[i]
+		var r *receiver
+		if s.server || cfg.Bidirectional {
+			var err error
+			if r, err = s.ep.postReceives(m); err != nil {
+				return fail(err, " "+err.Error()+"\n", " Failed to post receive recv_wqes\n")
+			}
+		}
+		if err := s.barrier(); err != nil {
+			return err
+		}
+		stop := s.watchPeer(ctx)
+		var sm samples
+		var err error
+		peak := s.peakOn()
+		switch {
+		case cfg.Bidirectional:
+			sm, err = s.ep.runBi(ctx, r, m, peak, s.server)
+		case !s.server:
+			sm, err = s.ep.runBW(ctx, m, peak)
+		default:
+			peak = false
+			sm, err = s.ep.runBWServer(ctx, r)
+		}
+		stop()
+		if err != nil {
+			return s.peerErr(ctx, runErr(err, "run_iter_bw"))
+		}
+		res, err := s.bwResult(m.size, sm, peak)
+		if err != nil {
+			return err
+		}
+		last = res
+		if err := s.reportBW(res, cfg.Bidirectional && cfg.Duration == 0); err != nil {
+			return err
+		}
+		if cfg.AllSizes {
+			if err := s.barrier(); err != nil {
+				return err
+			}
+		}
+	}
+	s.resultLine()
+	s.bwLimit, s.bwLimitSet = last, true
+	return s.closeConn()
+}

@@ -1,0 +1,143 @@
+package bench
+
+import (
+	"context"
+
+	"github.com/pvperf/pvperf/bench/oob"
+	"github.com/pvperf/pvperf/perftest"
+	"github.com/pvperf/pvperf/reports"
+)
+
+// latResult turns latency samples into perftest's numbers and prints them.
+func (s *session) latReport(size int, sm samples) error {
+	cfg := &s.cfg
+	rtt := cfg.Verb.RTTFactor()
+	if cfg.Duration > 0 {
+		r := reports.ComputeLatencyDuration(reports.LatencyDurationInput{Size: uint64(size), Iters: sm.iters,
+			Start: sm.tposted[0], End: sm.tcompleted[0], RTTFactor: rtt, CPUUtil: s.cpuOf(sm)})
+		s.rec.AddLatencyDuration(r)
+		s.writeLastRow()
+		return nil
+	}
+	r, err := reports.ComputeLatency(reports.LatencyInput{Size: uint64(size), Iters: cfg.Iters,
+		Samples: reports.PostedDeltas(sm.tposted), RTTFactor: rtt, Cycles: cfg.Cycles, CPUUtil: s.cpuOf(sm)})
+	if err != nil {
+		return fail(err, " "+err.Error()+"\n")
+	}
+	s.rec.AddLatency(r)
+	s.writeLastRow()
+	return nil
+}
+
+// runSendLat is send_lat.
+func (s *session) runSendLat(ctx context.Context) error {
+	if err := s.exchangeKeys(true); err != nil {
+		return err
+	}
+	if s.full() {
+		_ = reports.WriteLatencyHeader(s.out, &s.ti)
+	}
+	for i := range s.plan.msgs {
+		m := &s.plan.msgs[i]
+		r, err := s.ep.postReceives(m)
+		if err != nil {
+			return fail(err, " "+err.Error()+"\n", " Failed to post receive recv_wqes\n")
+		}
+		if err := s.barrier(); err != nil {
+			return err
+		}
+		stop := s.watchPeer(ctx)
+		sm, err := s.ep.runLatSend(ctx, r, m, s.server)
+		stop()
+		if err != nil {
+			return s.peerErr(ctx, runErr(err, "run_iter_lat_send"))
+		}
+		if err := s.latReport(m.size, sm); err != nil {
+			return err
+		}
+	}
+	s.resultLine()
+	return s.closeConn()
+}
+
+// runWriteLat is write_lat: no final handshake, each side just exits.
+func (s *session) runWriteLat(ctx context.Context) error {
+	cfg := &s.cfg
+	if err := s.exchangeKeys(true); err != nil {
+		return err
+	}
+	if err := s.barrier(); err != nil {
+		return err
+	}
+	if s.full() {
+		_ = reports.WriteLatencyHeader(s.out, &s.ti)
+	}
+	for i := range s.plan.msgs {
+		m := &s.plan.msgs[i]
+		var sm samples
+		var err error
+		if cfg.Verb == perftest.WriteImm {
+			r, err2 := s.ep.postReceives(m)
+			if err2 != nil {
+				return fail(err2, " "+err2.Error()+"\n", " Failed to post receive recv_wqes\n")
+			}
+			if err := s.barrier(); err != nil {
+				return err
+			}
+			stop := s.watchPeer(ctx)
+			sm, err = s.ep.runLatWriteImm(ctx, r, m, s.server)
+			stop()
+		} else {
+			stop := s.watchPeer(ctx)
+			sm, err = s.ep.runLatWrite(ctx, m, s.server)
+			stop()
+		}
+		if err != nil {
+			return s.peerErr(ctx, runErr(err, "run_iter_lat_write"))
+		}
+		if err := s.latReport(m.size, sm); err != nil {
+			return err
+		}
+	}
+	s.resultLine()
+	return nil
+}
+
+// runReadAtomicLat is read_lat and atomic_lat: only the client measures.
+func (s *session) runReadAtomicLat(ctx context.Context) error {
+	if err := s.exchangeKeys(true); err != nil {
+		return err
+	}
+	if err := s.barrier(); err != nil {
+		return err
+	}
+	if s.server {
+		s.conn.SetTimeout(oob.NoTimeout)
+		err := s.closeConn()
+		if err != nil {
+			return err
+		}
+		s.resultLine()
+		return nil
+	}
+	if s.full() {
+		_ = reports.WriteLatencyHeader(s.out, &s.ti)
+	}
+	for i := range s.plan.msgs {
+		m := &s.plan.msgs[i]
+		stop := s.watchPeer(ctx)
+		sm, err := s.ep.runLatReadAtomic(ctx, m)
+		stop()
+		if err != nil {
+			return s.peerErr(ctx, runErr(err, "run_iter_lat"))
+		}
+		if err := s.latReport(m.size, sm); err != nil {
+			return err
+		}
+	}
+	if err := s.closeConn(); err != nil {
+		return err
+	}
+	s.resultLine()
+	return nil
+}

@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/pvperf/pvperf/perftest"
+	"github.com/pvperf/pvperf/reports"
+)
+
+func (s *session) resultLine() { _ = reports.WriteResultLine(s.out, &s.ti) }
+
+// writeFiles writes --out_json, --out_csv and --out_html.
+func (s *session) writeFiles() error {
+	cfg := &s.cfg
+	run := s.results()
+	if cfg.JSON {
+		name := cfg.JSONFile
+		if name == "" {
+			name = "perftest_out.json"
+		}
+		err := writeFile(name, "JSON", func(w io.Writer) error {
+			return reports.WriteJSON(w, &s.ti, &s.rec, &run)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if cfg.CSVFile != "" {
+		err := writeFile(cfg.CSVFile, "CSV", func(w io.Writer) error {
+			return reports.WriteCSV(w, []reports.Run{run})
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if cfg.HTMLFile != "" {
+		return writeFile(cfg.HTMLFile, "HTML", func(w io.Writer) error {
+			return reports.WriteHTML(w, []reports.Run{run})
+		})
+	}
+	return nil
+}
+
+// writeFile creates (or truncates) name and writes it with write, in
+// perftest's words when that fails.
+func writeFile(name, format string, write func(io.Writer) error) error {
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fail(err, fmt.Sprintf(" Couldn't open %s output file %s: %v\n", format, name, err))
+	}
+	w := bufio.NewWriter(f)
+	err = write(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fail(err, fmt.Sprintf(" Couldn't write %s output file %s: %v\n", format, name, err))
+	}
+	return nil
+}
+
+// checkLimits applies -w and -y (perftest checks the message rate only
+// when -w is set too).
+func (s *session) checkLimits() error {
+	cfg := &s.cfg
+	if !cfg.LimitBWSet || cfg.Test != perftest.Bandwidth || !s.bwLimitSet {
+		return nil
+	}
+	if s.bwLimit.Average < cfg.LimitBW {
+		return fail(nil, "Error: BW result is below bw limit\n")
+	}
+	if cfg.LimitMsgRate > 0 && s.bwLimit.MsgRate < cfg.LimitMsgRate {
+		return fail(nil, "Error: Msg rate  is below msg_rate limit\n")
+	}
+	return nil
+}
+
+// writeLastRow prints the row just recorded.
+func (s *session) writeLastRow() { _ = s.rec.WriteRow(s.out, &s.ti, s.rec.Len()-1) }
+
+// results is the run in pvperf's results model, its rows taken from the
+// record.
+func (s *session) results() reports.Run {
+	return reports.Run{Info: s.info, Results: s.rec.Results(s.cfg.ReportGbits, reports.Nanoseconds)}
+}

@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pvperf/pvperf/emu"
+	"github.com/pvperf/pvperf/verbs"
+)
+
+// recorder is a device wrapper that records what the engine asks of the
+// device: the batch of every poll, the access and the contents of every
+// registered memory region.
+type recorder struct {
+	mu     sync.Mutex
+	polls  []int
+	regs   []verbs.Access
+	bufs   [][]byte
+	modify []verbs.QPAttr // every Modify's attributes
+	sends  int            // work requests posted
+	recvs  []int          // length of every PostRecv list
+}
+
+func (r *recorder) pollSizes() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int(nil), r.polls...)
+}
+
+type recDevice struct {
+	verbs.Device
+	r *recorder
+}
+type recContext struct {
+	verbs.Context
+	r *recorder
+}
+type recPD struct {
+	verbs.PD
+	r *recorder
+}
+type recCQ struct {
+	verbs.CQ
+	r *recorder
+}
+
+func (d recDevice) Open() (verbs.Context, error) {
+	c, err := d.Device.Open()
+	return recContext{c, d.r}, err
+}
+
+func (c recContext) AllocPD() (verbs.PD, error) {
+	pd, err := c.Context.AllocPD()
+	return recPD{pd, c.r}, err
+}
+
+func (c recContext) CreateCQ(init verbs.CQInit) (verbs.CQ, error) {
+	cq, err := c.Context.CreateCQ(init)
+	return &recCQ{cq, c.r}, err
+}
+
+func (pd recPD) RegMR(b []byte, access verbs.Access) (verbs.MR, error) {
+	pd.r.mu.Lock()
+	pd.r.regs = append(pd.r.regs, access)
+	pd.r.bufs = append(pd.r.bufs, bytes.Clone(b))
+	pd.r.mu.Unlock()
+	return pd.PD.RegMR(b, access)
+}
+
+// CreateQP hands the device its own CQs.
+func (pd recPD) CreateQP(init verbs.QPInit) (verbs.QP, error) {
+	if c, ok := init.SendCQ.(*recCQ); ok {
+		init.SendCQ = c.CQ
+	}
+	if c, ok := init.RecvCQ.(*recCQ); ok {
+		init.RecvCQ = c.CQ
+	}
+	qp, err := pd.PD.CreateQP(init)
+	if err != nil {
+		return nil, err
+	}
+	return &recQP{qp, pd.r}, nil
+}
+
+type recQP struct {
+	verbs.QP
+	r *recorder
+}
+
+func (q *recQP) Modify(attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
+	q.r.mu.Lock()
+	q.r.modify = append(q.r.modify, *attr)
+	q.r.mu.Unlock()
+	return q.QP.Modify(attr, mask)
+}
+
+func (q *recQP) PostSend(wrs []verbs.SendWR) (int, error) {
+	n, err := q.QP.PostSend(wrs)
+	q.r.mu.Lock()
+	q.r.sends += n
+	q.r.mu.Unlock()
+	return n, err
+}
+
+func (q *recQP) PostRecv(wrs []verbs.RecvWR) (int, error) {
+	q.r.mu.Lock()
+	q.r.recvs = append(q.r.recvs, len(wrs))
+	q.r.mu.Unlock()
+	return q.QP.PostRecv(wrs)
+}
+
+func (c *recCQ) Poll(wc []verbs.WC) (int, error) {
+	c.r.mu.Lock()
+	c.r.polls = append(c.r.polls, len(wc))
+	c.r.mu.Unlock()
+	return c.CQ.Poll(wc)
+}
+
+// runRecorded runs cfg on a recorded emulator and returns the recording
+// and the output.
+func runRecorded(t *testing.T, cfg Config) (*recorder, string) {
+	t.Helper()
+	r := &recorder{}
+	out := runLoop(t, recDevice{device(t, emu.ProfileUnrestricted, 2), r}, cfg)
+	return r, out
+}
+
+func headerLine(out, prefix string) string {
+	for l := range strings.SplitSeq(out, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return ""
+}
