@@ -3,9 +3,10 @@
 # (rdma_rxe), on a machine that has neither RDMA nor KVM. It boots Debian's
 # kernel under QEMU's TCG emulation from an initramfs holding busybox, the
 # rdma_rxe modules, iproute2, Debian's perftest (6.06) and the pvperf
-# commands. In the guest, scripts/guest/checks.sh creates rxe0 on a veth
-# (10.77.0.1), prints the kernel, both versions, devinfo and the GID table,
-# and runs these groups of checks:
+# commands. In the guest, scripts/guest/init creates rxe0 on a veth
+# (10.77.0.1) and runs the checks: the Go test binary built from e2e/guest
+# (go test -c), which prints the kernel, both versions, the GID table and
+# devinfo, then runs these groups of checks (one test each):
 #
 #   sanity       write_bw -d emu0 --loopback (the emulated device)
 #   conformance  TestConformance and TestKernelGIDTable of verbs/uverbs on
@@ -22,9 +23,10 @@
 #                message rate, latency): medians and ratios, reported only
 #
 # The console streams to stdout and to .cache/guest/console.log (overwritten
-# by each run). The script exits 0 only when the guest printed a PASS
-# verdict; a failed check, a guest that never reached the checks or one that
-# outlived the time limit make it exit 1 (2 for a usage error).
+# by each run); the summary is the test binary's "--- PASS/FAIL/SKIP" lines.
+# The script exits 0 only when the test binary exited 0 in the guest; a
+# failed check, a guest that never ran the checks or one that outlived the
+# time limit make it exit 1 (2 for a usage error).
 #
 # Debian 12 on amd64 with Go (PATH or /usr/local/go/bin); root only to
 # install what is missing (qemu-system-x86, cpio, iproute2, kmod) with
@@ -197,6 +199,8 @@ else
 fi
 # The clock test reports which clock the benchmark loops use in the guest.
 (cd "$repo" && CGO_ENABLED=0 go test -c -o "$bin/clock.test" ./internal/clock)
+# The checks themselves.
+(cd "$repo" && CGO_ENABLED=0 go test -c -o "$bin/guest.test" ./e2e/guest)
 ls "$bin"
 
 # --- 4. the initramfs --------------------------------------------------------
@@ -263,13 +267,19 @@ done
 echo "modules: $(sed 's|.*/||; s|\.ko$||' "$tree/guest/modules" | tr '\n' ' ')"
 
 cp "$repo/scripts/guest/init" "$tree/init"
-cp "$repo/scripts/guest/lib.sh" "$repo/scripts/guest/checks.sh" \
-	"$repo/scripts/guest/conformance-summary.awk" "$tree/guest/"
 chmod 755 "$tree/init"
 # The guest's checks end a minute before the time limit, so that their
-# summary is printed even when some of them hang.
+# summary is printed even when some of them hang. -c selects the tests.
 budget=$((limit > 90 ? limit - 60 : 30))
-printf 'CHECKS=%s\nROUNDS=%s\nBUDGET=%s\n' "$checks" "$rounds" "$budget" >"$tree/guest/config"
+run=
+for c in ${checks//,/ }; do
+	case $c in
+	sanity) t=TestSanity ;; conformance) t=TestConformance ;; pvperf) t=TestPvperf ;;
+	ref) t=TestReference ;; interop) t=TestInterop ;; reports) t=TestReports ;; side) t=TestSideBySide ;;
+	esac
+	run=${run:+$run|}$t
+done
+printf 'RUN=^(%s)$\nROUNDS=%s\nBUDGET=%s\n' "$run" "$rounds" "$budget" >"$tree/guest/config"
 
 initrd=$work/initrd.gz
 (cd "$tree" && find . | cpio -o -H newc -R 0:0 --quiet | gzip -1 >"$initrd")
@@ -292,7 +302,7 @@ elapsed=$(($(date +%s) - start))
 # The rxe results the guest printed (check_reports), overlaid with the
 # emulator's on this machine in one report.
 overlay=ok
-marker='PVPERF-GUEST-FILE-BEGIN rxe-write_bw.json'
+marker='PVPERF-GUEST-FILE-BEGIN rxe0-write_bw.json'
 if grep -q "^$marker" "$log"; then
 	step "report: write_bw -a on the emulator against rxe0 in the guest"
 	rxe=$cache/rxe-write_bw.json emujson=$cache/emu-write_bw.json
@@ -305,14 +315,17 @@ if grep -q "^$marker" "$log"; then
 		overlay=failed
 	fi
 fi
-verdict=$(sed -n 's/^PVPERF-GUEST-VERDICT: \([A-Z]*\).*/\1/p' "$log" | tail -n 1)
+# The summary: every check's result line, as the test binary printed it.
+step "summary"
+grep -E '^ *--- (PASS|FAIL|SKIP): ' "$log" || true
+status=$(sed -n 's/^PVPERF-GUEST-EXIT: \([0-9]*\).*/\1/p' "$log" | tail -n 1)
 reached=0
-if grep -q '^PVPERF-GUEST-CHECKS-BEGIN' "$log"; then reached=1; fi
+if grep -q '^=== RUN' "$log"; then reached=1; fi
 killed=0
 case $qemu_rc in 124 | 137) killed=1 ;; esac # stopped by timeout
 echo
-case $verdict:$reached in
-PASS:1)
+case $status:$reached in
+0:1)
 	if [ "$killed" = 1 ]; then
 		echo "guest-test: FAIL: the checks passed, but the guest did not power off; killed after ${limit}s (log: $log)"
 		exit 1
@@ -324,12 +337,8 @@ PASS:1)
 	echo "guest-test: PASS in ${elapsed}s (log: $log)"
 	exit 0
 	;;
-FAIL:1)
-	echo "guest-test: FAIL: checks failed in the guest, see the summary above (${elapsed}s, log: $log)"
-	exit 1
-	;;
-FAIL:0)
-	echo "guest-test: FAIL: the guest never reached the checks: its setup failed, see above (log: $log)"
+[0-9]*:1)
+	echo "guest-test: FAIL: checks failed in the guest (exit status $status), see the summary above (${elapsed}s, log: $log)"
 	exit 1
 	;;
 esac
@@ -340,8 +349,8 @@ if [ "$killed" = 1 ]; then
 		echo "guest-test: FAIL: the guest hung before the checks; killed after ${limit}s (log: $log)"
 	fi
 elif [ "$reached" = 1 ]; then
-	echo "guest-test: FAIL: the guest stopped during the checks without a verdict (qemu exit $qemu_rc, log: $log)"
+	echo "guest-test: FAIL: the guest stopped during the checks without an exit status (qemu exit $qemu_rc, log: $log)"
 else
-	echo "guest-test: FAIL: the guest never reached the checks (qemu exit $qemu_rc, log: $log)"
+	echo "guest-test: FAIL: the guest never ran the checks (qemu exit $qemu_rc, log: $log)"
 fi
 exit 1

@@ -368,9 +368,9 @@ cp "$bin/pvperf" "$bin/uverbs.test" "$l2/pvperf/"
 for t in write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat atomic_lat devinfo; do
 	ln -s pvperf "$l2/pvperf/$t"
 done
-cp "$repo/scripts/guest/init" "$l2/init"
+cp "$repo/scripts/pvrdma/init" "$l2/init"
 chmod 755 "$l2/init"
-cp "$repo/scripts/guest/lib.sh" "$repo/scripts/guest/conformance-summary.awk" "$l2/guest/"
+cp "$repo/scripts/pvrdma/lib.sh" "$repo/scripts/pvrdma/conformance-summary.awk" "$l2/guest/"
 cp "$repo/scripts/pvrdma/checks.sh" "$l2/guest/checks.sh"
 # The checks in L2 end two minutes before the time limit (L1's boot and
 # L2's come first), so their summary is printed even when some hang.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# shellcheck source-path=SCRIPTDIR/../guest
+# shellcheck source-path=SCRIPTDIR
 # checks.sh: the checks run inside the pvrdma lab's nested guest L2 (busybox
 # sh, started by /init; see scripts/pvrdma-lab.sh), on vmw_pvrdma0, the
 # kernel's vmw_pvrdma driver on QEMU 7.2's pvrdma device model. It loads the
@@ -17,7 +17,7 @@ CHECKS=smoke
 ROUNDS=5
 # shellcheck source=/dev/null
 [ -r /guest/config ] && . /guest/config
-# shellcheck source=../guest/lib.sh
+# shellcheck source=lib.sh
 . /guest/lib.sh
 
 DEV=vmw_pvrdma0

@@ -1,0 +1,115 @@
+package guest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestConformance runs the verbs conformance suite of verbs/uverbs (and
+// its kernel tests) on the device, from the test binary built for it
+// (uverbs.test next to pvperf's commands), and reports every leaf test
+// that failed or skipped with the first lines it logged.
+func TestConformance(t *testing.T) {
+	needDevice(t)
+	bin := filepath.Join(*pvperfDir, "uverbs.test")
+	if !exists(bin) {
+		t.Fatalf("%s not found: build it with go test -c ./verbs/uverbs", bin)
+	}
+	tmo, ok := budget(6 * time.Minute)
+	if !ok || tmo < 30*time.Second {
+		t.Fatalf("not run: the time budget (%s) is spent", *budgetFlag)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), tmo)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-test.run", "TestConformance|TestKernel", "-test.v",
+		"-test.timeout", (tmo - 20*time.Second).String())
+	cmd.Env = append(os.Environ(), "RDMA_TEST_DEVICE="+*device)
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s -test.run 'TestConformance|TestKernel' -test.v\n%s", bin, out)
+	s := summarize(string(out))
+	t.Logf("conformance: %d passed, %d failed, %d skipped (tests without subtests)", s.count["PASS"], s.count["FAIL"], s.count["SKIP"])
+	for _, l := range s.skipped {
+		t.Log("  SKIP", l)
+	}
+	if s.status["TestConformance"] == "SKIP" {
+		t.Errorf("TestConformance skipped although %s exists: %s", *device, s.reason["TestConformance"])
+	}
+	for _, l := range s.failed {
+		t.Error("FAIL", l)
+	}
+	switch {
+	case ctx.Err() != nil:
+		t.Errorf("timed out after %s", tmo)
+	case err != nil && len(s.failed) == 0:
+		t.Errorf("%s: %v", bin, err)
+	case len(s.order) == 0:
+		t.Error("no test result in the output")
+	}
+}
+
+// summary is what a test binary's -test.v output says: every result, and
+// for the leaf tests (those without subtests) the counts and the first
+// lines each failed or skipped one logged.
+type summary struct {
+	order           []string
+	status, reason  map[string]string
+	count           map[string]int
+	failed, skipped []string
+}
+
+var (
+	resultLine = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): (\S+)`)
+	runLine    = regexp.MustCompile(`^=== (RUN|CONT|NAME|PAUSE) +(\S+)`)
+)
+
+func summarize(out string) summary {
+	s := summary{status: map[string]string{}, reason: map[string]string{}, count: map[string]int{}}
+	logged := map[string][]string{}
+	cur := ""
+	for _, l := range strings.Split(out, "\n") {
+		if m := runLine.FindStringSubmatch(l); m != nil {
+			cur = m[2]
+			continue
+		}
+		if m := resultLine.FindStringSubmatch(l); m != nil {
+			s.status[m[2]] = m[1]
+			s.order = append(s.order, m[2])
+			cur = m[2]
+			continue
+		}
+		if cur != "" && strings.HasPrefix(l, " ") && strings.TrimSpace(l) != "" && len(logged[cur]) < 3 {
+			logged[cur] = append(logged[cur], strings.TrimSpace(l))
+		}
+	}
+	parent := map[string]bool{}
+	for _, name := range s.order {
+		for i := strings.LastIndex(name, "/"); i > 0; i = strings.LastIndex(name[:i], "/") {
+			parent[name[:i]] = true
+		}
+	}
+	for _, name := range s.order {
+		r := strings.Join(logged[name], " | ")
+		if r == "" {
+			r = "(no message)"
+		}
+		s.reason[name] = r
+		if parent[name] {
+			continue
+		}
+		st := s.status[name]
+		s.count[st]++
+		switch st {
+		case "FAIL":
+			s.failed = append(s.failed, name+": "+r)
+		case "SKIP":
+			s.skipped = append(s.skipped, name+": "+r)
+		}
+	}
+	return s
+}
