@@ -120,7 +120,7 @@ func (p pair) run() pairResult {
 	}
 	if !sended {
 		_ = srv.Process.Kill()
-		<-sdone
+		_ = <-sdone
 	}
 	res.server, res.client, res.took = sout.String(), cout.String(), time.Since(start).Round(time.Second)
 	return res
