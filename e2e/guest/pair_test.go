@@ -60,10 +60,11 @@ func (p pair) run() pairResult {
 	if err := srv.Start(); err != nil {
 		return pairResult{err: fmt.Errorf("server did not start: %w", err)}
 	}
-	sdone := make(chan error, 1)
-	go func() { sdone <- srv.Wait() }()
-	res := pairResult{}
+	// sdone is closed when the server has ended, with serr its error.
+	sdone := make(chan struct{})
 	var serr error
+	go func() { serr = srv.Wait(); close(sdone) }()
+	res := pairResult{}
 	sended := false
 	// Wait for the server to listen.
 	deadline := time.Now().Add(*listenTimeout)
@@ -73,7 +74,7 @@ func (p pair) run() pairResult {
 			break
 		}
 		select {
-		case serr = <-sdone:
+		case <-sdone:
 			sended = true
 			res.err = fmt.Errorf("server exited (%v) before listening: %s", exitText(serr), lastLine(sout.String()))
 		case <-time.After(100 * time.Millisecond):
@@ -94,10 +95,10 @@ func (p pair) run() pairResult {
 		}
 		killed := false
 		select {
-		case serr = <-sdone:
+		case <-sdone:
 		case <-time.After(grace):
 			_ = srv.Process.Kill()
-			serr = <-sdone
+			<-sdone
 			killed = true
 		}
 		sended = true
@@ -120,7 +121,7 @@ func (p pair) run() pairResult {
 	}
 	if !sended {
 		_ = srv.Process.Kill()
-		_ = <-sdone
+		<-sdone
 	}
 	res.server, res.client, res.took = sout.String(), cout.String(), time.Since(start).Round(time.Second)
 	return res
