@@ -2,10 +2,13 @@ package oob
 
 import (
 	"bytes"
+	"io"
 	"math"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pvperf/pvperf/perftest"
 )
@@ -154,6 +157,52 @@ func FuzzParseMTU(f *testing.F) {
 		for m := MTU(-3); m < 15; m++ {
 			if got := ParseMTU(EncodeMTU(m, 4)); got != int32(m) {
 				t.Fatalf("MTU %d round trip %d", m, got)
+			}
+		}
+	})
+}
+
+// FuzzPeer plays a peer that sends arbitrary bytes and then closes: a
+// client and a server go through a whole test's exchanges against it
+// (version, system data, MTU, negotiation, key rounds, BW reports, close)
+// and must end with an error or success, never a panic or a hang.
+func FuzzPeer(f *testing.F) {
+	f.Add([]byte("5.70\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"), false)
+	f.Add(append([]byte("6.29\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"), bytes.Repeat([]byte{0x10}, 400)...), true)
+	f.Add([]byte("garbage"), false)
+	f.Add([]byte{}, true)
+	f.Fuzz(func(t *testing.T, peer []byte, server bool) {
+		local, remote := net.Pipe()
+		go func() {
+			go func() { _, _ = io.Copy(io.Discard, remote) }()
+			_, _ = remote.Write(peer)
+			remote.Close()
+		}()
+		role := Client
+		if server {
+			role = Server
+		}
+		c, err := NewConn(local, role, Config{Timeout: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		params := &Params{Verb: perftest.Write, Tst: perftest.Bandwidth, Size: 65536, Iters: 5000, NumQPs: 1, Duration: 5}
+		steps := []func() error{
+			func() error { _, err := c.ExchangeVersion(); return err },
+			func() error { _, err := c.ExchangeSysData(SysData{PageSize: 4096, CacheLineSize: 64}); return err },
+			func() error { _, err := c.ExchangeMTU(MTU1024); return err },
+			func() error { _, err := c.Negotiate(params); return err },
+			func() error { _, err := c.Handshake(KeyGID, captureKey); return err },
+			func() error { _, err := c.ExchangeReports(BWReport{Size: 65536}, false); return err },
+			func() error { _, err := c.CloseHandshake(KeyGID, captureKey); return err },
+		}
+		for _, step := range steps {
+			if err := step(); err != nil {
+				if err.Error() == "" {
+					t.Error("an error without a message")
+				}
+				return
 			}
 		}
 	})

@@ -148,19 +148,29 @@ func (l *Listener) Accept(ctx context.Context, cfg Config) (*Conn, error) {
 // Dial connects to host (a name or an IP address) on a's port, trying each
 // of its addresses of a's family in turn, after binding to
 // a.BindSourceIP if set (perftest's ethernet_client_connect), and returns a
-// client Conn configured by cfg. Only ctx limits the wait (perftest does not
-// retry: a server that is not listening yet is an error). Failures are
+// client Conn configured by cfg. A connection attempt that gets no answer
+// gives up after cfg's timeout (perftest waits for the kernel's SYN
+// retries, about two minutes), or when ctx ends; there is no retry
+// (perftest does not retry: a server that is not listening yet is an
+// error). Failures are
 // *NetError values wrapping ErrResolve, ErrBind or ErrConnect; their
 // PerftestMessage is perftest's ("Couldn't connect to host:port\n", ...).
 func Dial(ctx context.Context, host string, a Addr, cfg Config) (*Conn, error) {
-	if _, err := cfg.normalize(); err != nil {
+	ncfg, err := cfg.normalize()
+	if err != nil {
 		return nil, err
 	}
 	port := a.port()
 	ne := func(kind, err error) error {
 		return &NetError{Op: "dial", Kind: kind, Host: host, Port: port, IPv6: a.IPv6, Err: err}
 	}
+	// A server that does not answer (an address nothing replies from)
+	// is given the exchange timeout, not the kernel's two minutes of SYN
+	// retries.
 	var d net.Dialer
+	if ncfg.Timeout > 0 {
+		d.Timeout = ncfg.Timeout
+	}
 	if a.BindSourceIP != "" {
 		ip := net.ParseIP(a.BindSourceIP)
 		if ip == nil || (ip.To4() == nil) != a.IPv6 {

@@ -1,0 +1,191 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pvperf/pvperf/bench"
+)
+
+// Faults: a peer that freezes, sends garbage or nothing, or a server that
+// does not answer. Every side must exit with status 1 and a message within
+// the bound docs/architecture.md documents; the tests allow a few seconds
+// more only to absorb a loaded machine, and log how long each side took.
+
+// slack is the room the tests give a loaded machine beyond a bound.
+const slack = 5 * time.Second
+
+// signal sends sig ("STOP", "CONT") to p with kill(1).
+func signal(t *testing.T, p *proc, sig string) {
+	t.Helper()
+	if out, err := exec.Command("kill", "-"+sig, strconv.Itoa(p.cmd.Process.Pid)).CombinedOutput(); err != nil {
+		t.Fatalf("kill -%s: %v: %s", sig, err, out)
+	}
+}
+
+// ends waits for p and checks that it exits with status 1, says why on
+// stderr, and does so within bound of since.
+func ends(t *testing.T, p *proc, since time.Time, bound time.Duration) {
+	t.Helper()
+	code, err := p.wait()
+	took := time.Since(since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("exit %d after %v (bound %v); stderr: %q", code, took.Round(time.Millisecond), bound, p.stderr.String())
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if strings.TrimSpace(p.stderr.String()) == "" {
+		t.Error("no message on stderr")
+	}
+	if took > bound+slack {
+		t.Errorf("took %v, bound %v", took, bound)
+	}
+}
+
+// TestPeerFrozen stops one side (SIGSTOP) in the middle of a test. The
+// other ends with an error: when its loop needs the frozen side, after
+// bench.StallTimeout without progress; when it does not (an RDMA WRITE
+// client), at the end of its test, when the result exchange gets no answer
+// within the peer timeout.
+func TestPeerFrozen(t *testing.T) {
+	for _, c := range []struct {
+		test   string
+		args   []string
+		freeze string
+		bound  time.Duration // from the freeze
+	}{
+		{"write_bw", []string{"-D", "4"}, "server", 4*time.Second + bench.DefaultPeerTimeout},
+		{"send_bw", []string{"-n", "1000000000"}, "server", bench.StallTimeout},
+		{"send_lat", []string{"-n", "1000000000"}, "client", bench.StallTimeout},
+		{"read_lat", []string{"-n", "1000000000"}, "server", bench.StallTimeout + bench.DefaultPeerTimeout},
+	} {
+		t.Run(c.test+"/freeze_"+c.freeze, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			port := strconv.Itoa(freePort(t))
+			server := start(t, ctx, c.test, append([]string{"-p", port}, c.args...)...)
+			waitListening(t, ctx, server, port)
+			client := start(t, ctx, c.test, append([]string{"-p", port}, append(c.args, "localhost")...)...)
+			time.Sleep(time.Second)
+			victim, survivor := server, client
+			if c.freeze == "client" {
+				victim, survivor = client, server
+			}
+			signal(t, victim, "STOP")
+			frozen := time.Now()
+			defer func() {
+				signal(t, victim, "CONT")
+				_ = victim.cmd.Process.Kill()
+				_, _ = victim.wait()
+			}()
+			ends(t, survivor, frozen, c.bound)
+		})
+	}
+}
+
+// fakePeer listens on a free port of 127.0.0.1 and, for the one
+// connection it accepts, writes what and then reads until the connection
+// closes.
+func fakePeer(t *testing.T, what []byte) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = c.Write(what)
+		_, _ = io.Copy(io.Discard, c)
+	}()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// garbage is what a confused peer sends: no version string, no key.
+var garbage = []byte(strings.Repeat("\xff\x00garbage:", 40))
+
+// TestBadPeer: a peer that sends garbage, or nothing at all, on the
+// out-of-band connection: the client facing such a server, and the server
+// facing such a client, end within the peer timeout.
+func TestBadPeer(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		send []byte
+	}{{"garbage", garbage}, {"silent", nil}} {
+		t.Run(c.name+"_server", func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			port := fakePeer(t, c.send)
+			began := time.Now()
+			client := start(t, ctx, "write_bw", "-p", port, "127.0.0.1")
+			ends(t, client, began, bench.DefaultPeerTimeout)
+		})
+		t.Run(c.name+"_client", func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			port := strconv.Itoa(freePort(t))
+			server := start(t, ctx, "write_bw", "-p", port)
+			waitListening(t, ctx, server, port)
+			conn, err := net.Dial("tcp", "127.0.0.1:"+port)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			began := time.Now()
+			if _, err := conn.Write(c.send); err != nil {
+				t.Fatal(err)
+			}
+			ends(t, server, began, bench.DefaultPeerTimeout)
+		})
+	}
+}
+
+// TestUnreachableServer: a client whose server's address answers nothing
+// (an address on a dummy interface, in a network namespace the test
+// creates, where every packet vanishes) gives up after the peer timeout
+// with perftest's message, where perftest waits for the kernel's SYN
+// retries (about two minutes). It needs root for the namespace.
+func TestUnreachableServer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create a network namespace (unshare -n)")
+	}
+	for _, tool := range []string{"unshare", "ip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s: %v", tool, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	script := "ip link set lo up && ip link add d0 type dummy && ip addr add 10.99.0.1/24 dev d0 && ip link set d0 up && exec \"$0\" -p 18515 10.99.0.2"
+	p := &proc{banner: make(chan struct{}), copied: make(chan struct{})}
+	p.cmd = exec.CommandContext(ctx, "unshare", "--net", "sh", "-c", script, filepath.Join(binDir, "write_bw"))
+	p.cmd.Env = env()
+	p.cmd.Stdout = &p.stdout
+	p.cmd.Stderr = &p.stderr
+	close(p.copied)
+	began := time.Now()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ends(t, p, began, bench.DefaultPeerTimeout)
+	if !strings.Contains(p.stderr.String(), "Couldn't connect to 10.99.0.2:18515") {
+		t.Errorf("stderr %q, want perftest's \"Couldn't connect to 10.99.0.2:18515\"", p.stderr.String())
+	}
+}
