@@ -32,9 +32,19 @@
 // a watcher that notices the peer closing the out-of-band connection while
 // no exchange is due. When the peer vanishes the test's context is
 // cancelled and every loop returns within milliseconds; a silent peer costs
-// at most the out-of-band timeout (Config.PeerTimeout, 5 s by default).
-// Nothing hangs. Cancelling the context given to Run stops a test the same
-// way.
+// at most the out-of-band timeout (Config.PeerTimeout, 5 s by default), a
+// frozen one at most StallTimeout in a loop that waits for it. Nothing
+// hangs. Cancelling the context given to Run stops a test the same way.
+//
+// # Configuration, plan and results
+//
+// Run never changes the Config it is given. What perftest adjusts in its
+// parameters once the device and the peer are known (inline size,
+// outstanding reads, MTU, GID index, UD's size limit, the sizes of the run,
+// the buffer layout and how each size is posted) is computed once into a
+// plan of its own. Each measured row is recorded once, in a
+// reports.Record: the printed row, the JSON, CSV and HTML files and the
+// reports.Run that Run returns are all views of it.
 //
 // # Ownership and close order
 //
