@@ -29,13 +29,8 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, m *msgPlan, peak, ser
 	if duration {
 		tot = 0
 	}
-	var sm samples
-	if peak && !duration {
-		sm.tposted = make([]int64, tot)
-		sm.tcompleted = make([]int64, tot)
-	} else {
-		sm.tposted = make([]int64, 1)
-		sm.tcompleted = make([]int64, 1)
+	sm := newSamples(peak && !duration, tot)
+	if !(peak && !duration) {
 		sm.tposted[0] = clock.Now()
 	}
 	rwc := make([]verbs.WC, max(cfg.RxDepth, 1))
@@ -149,11 +144,7 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, m *msgPlan, peak, ser
 			s.ccnt[qi] += f
 			totC += f
 			if peak && !duration {
-				if totC > tot {
-					sm.tcompleted[tot-1] = clock.Now()
-				} else {
-					sm.tcompleted[totC-1] = clock.Now()
-				}
+				sm.completedAt(totC, tot)
 			}
 			if sampling() {
 				sm.iters += cqMod
@@ -163,15 +154,7 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, m *msgPlan, peak, ser
 	if err := ctx.Err(); err != nil {
 		return sm, err
 	}
-	if duration {
-		sm.tposted[0], sm.tcompleted[0] = dc.start.Load(), dc.stop.Load()
-		sm.cpu = dc.cpuUtil()
-	} else {
-		sm.iters = tot
-		if !peak {
-			sm.tcompleted[0] = clock.Now()
-		}
-	}
+	sm.end(dc, tot, peak)
 	return sm, nil
 }
 

@@ -31,6 +31,36 @@ type samples struct {
 	cpu        float32 // CPU use in the sample window (duration mode)
 }
 
+// newSamples allocates a bandwidth loop's timestamps for tot messages: one
+// per message with perMessage (the peak is measured), else the start and
+// the end.
+func newSamples(perMessage bool, tot uint64) samples {
+	n := uint64(1)
+	if perMessage {
+		n = tot
+	}
+	return samples{tposted: make([]int64, n), tcompleted: make([]int64, n)}
+}
+
+// completedAt stamps the completion that brings the count to totC of tot
+// (a completion may stand for more messages than are left).
+func (sm *samples) completedAt(totC, tot uint64) { sm.tcompleted[min(totC, tot)-1] = clock.Now() }
+
+// end closes a bandwidth loop's measurement: the sample window and CPU use
+// of a duration run (dc), or the count and, without the peak, the end time
+// of an iteration run.
+func (sm *samples) end(dc *durationClock, tot uint64, peak bool) {
+	if dc != nil {
+		sm.tposted[0], sm.tcompleted[0] = dc.start.Load(), dc.stop.Load()
+		sm.cpu = dc.cpuUtil()
+		return
+	}
+	sm.iters = tot
+	if !peak {
+		sm.tcompleted[0] = clock.Now()
+	}
+}
+
 // durationClock drives perftest's SIGALRM state machine from a goroutine:
 // START -> (margin) SAMPLE -> (duration - 2*margin) STOP_SAMPLE -> (margin) END.
 type durationClock struct {
@@ -230,14 +260,7 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 		iters = 0
 	}
 	tot := iters * uint64(nq)
-	var sm samples
-	if peak && !duration {
-		sm.tposted = make([]int64, tot)
-		sm.tcompleted = make([]int64, tot)
-	} else {
-		sm.tposted = make([]int64, 1)
-		sm.tcompleted = make([]int64, 1)
-	}
+	sm := newSamples(peak && !duration, tot)
 	fill := cfg.fillCount()
 	cqp := newPoller(cfg)
 	cqMod := uint64(cfg.CQMod)
@@ -349,11 +372,7 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 				s.ccnt[qi] += f
 				totC += f
 				if peak && !duration {
-					if totC > tot {
-						sm.tcompleted[tot-1] = clock.Now()
-					} else {
-						sm.tcompleted[totC-1] = clock.Now()
-					}
+					sm.completedAt(totC, tot)
 				}
 				if duration && dc.state.Load() == stateSample {
 					sm.iters += cqMod
@@ -364,15 +383,7 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 	if err := ctx.Err(); err != nil {
 		return sm, err
 	}
-	if duration {
-		sm.tposted[0], sm.tcompleted[0] = dc.start.Load(), dc.stop.Load()
-		sm.cpu = dc.cpuUtil()
-	} else {
-		sm.iters = tot
-		if !peak {
-			sm.tcompleted[0] = clock.Now()
-		}
-	}
+	sm.end(dc, tot, peak)
 	return sm, nil
 }
 

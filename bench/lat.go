@@ -21,6 +21,8 @@ type latRun struct {
 	dc       *durationClock
 	sm       samples
 	wc       [1]verbs.WC
+	// ccnt counts the send completions reaped by reapSend.
+	ccnt uint64
 }
 
 func (e *endpoint) newLatRun(ctx context.Context, m *msgPlan, server bool) *latRun {
@@ -180,6 +182,23 @@ func (e *endpoint) runLatSend(ctx context.Context, r *receiver, m *msgPlan, serv
 	return l.finish(), l.ctx.Err()
 }
 
+// reapSend polls the send CQ once and counts a completion in l.ccnt (and,
+// while a duration run samples, in its iterations).
+func (l *latRun) reapSend(scnt uint64, events bool) error {
+	c, got, err := l.pollOne(l.e.scq, l.e.sendCh, events)
+	if err != nil || !got {
+		return err
+	}
+	if c.Status != verbs.WCSuccess {
+		return &errCompletion{wc: *c, scnt: scnt, ccnt: l.ccnt}
+	}
+	l.ccnt++
+	if l.sampling() {
+		l.sm.iters++
+	}
+	return nil
+}
+
 // runLatWrite is perftest's run_iter_lat_write: each side writes a message
 // whose last byte is a counter and spins on the last byte of its own
 // receive buffer for the peer's; the server writes first.
@@ -190,8 +209,8 @@ func (e *endpoint) runLatWrite(ctx context.Context, m *msgPlan, server bool) (sa
 	n := cfg.NumQPs
 	postBuf := e.buf[m.size-1:]
 	pollBuf := e.buf[n*e.plan.bufSize+m.size-1:]
-	var scnt, ccnt, rcnt uint64
-	for scnt < l.iters || ccnt < l.iters || rcnt < l.iters || (l.duration && !l.ended()) {
+	var scnt, rcnt uint64
+	for scnt < l.iters || l.ccnt < l.iters || rcnt < l.iters || (l.duration && !l.ended()) {
 		if (rcnt < l.iters || l.duration) && !(scnt < 1 && server) {
 			rcnt++
 			var st stall
@@ -220,19 +239,9 @@ func (e *endpoint) runLatWrite(ctx context.Context, m *msgPlan, server bool) (sa
 		if l.ended() {
 			break
 		}
-		if ccnt < l.iters || l.duration {
-			c, got, err := l.pollOne(e.scq, e.sendCh, false)
-			if err != nil {
+		if l.ccnt < l.iters || l.duration {
+			if err := l.reapSend(scnt, false); err != nil {
 				return l.finish(), err
-			}
-			if got {
-				if c.Status != verbs.WCSuccess {
-					return l.finish(), &errCompletion{wc: *c, scnt: scnt, ccnt: ccnt}
-				}
-				ccnt++
-				if l.sampling() {
-					l.sm.iters++
-				}
 			}
 		}
 	}
@@ -250,8 +259,8 @@ func (e *endpoint) runLatWriteImm(ctx context.Context, r *receiver, m *msgPlan, 
 	if cfg.UseSRQ {
 		sizePerQP /= uint64(cfg.NumQPs)
 	}
-	var scnt, ccnt, rcnt uint64
-	for scnt < l.iters || ccnt < l.iters || rcnt < l.iters || (l.duration && !l.ended()) {
+	var scnt, rcnt uint64
+	for scnt < l.iters || l.ccnt < l.iters || rcnt < l.iters || (l.duration && !l.ended()) {
 		if (rcnt < l.iters || l.duration) && !(scnt < 1 && server) {
 			rcnt++
 			c, got, err := l.pollOne(e.rcq, e.recvCh, cfg.Events)
@@ -260,7 +269,7 @@ func (e *endpoint) runLatWriteImm(ctx context.Context, r *receiver, m *msgPlan, 
 			}
 			if got {
 				if c.Status != verbs.WCSuccess {
-					return l.finish(), &errCompletion{wc: *c, scnt: scnt, ccnt: ccnt}
+					return l.finish(), &errCompletion{wc: *c, scnt: scnt, ccnt: l.ccnt}
 				}
 				if c.Flags&verbs.WCWithImm == 0 {
 					return l.finish(), fmt.Errorf(" Completion without immediate data: wr_id %d, rcnt=%d", int(uint32(c.ID)), rcnt)
@@ -285,19 +294,9 @@ func (e *endpoint) runLatWriteImm(ctx context.Context, r *receiver, m *msgPlan, 
 		if l.ended() {
 			break
 		}
-		if ccnt < l.iters || l.duration {
-			c, got, err := l.pollOne(e.scq, e.sendCh, cfg.Events)
-			if err != nil {
+		if l.ccnt < l.iters || l.duration {
+			if err := l.reapSend(scnt, cfg.Events); err != nil {
 				return l.finish(), err
-			}
-			if got {
-				if c.Status != verbs.WCSuccess {
-					return l.finish(), &errCompletion{wc: *c, scnt: scnt, ccnt: ccnt}
-				}
-				ccnt++
-				if l.sampling() {
-					l.sm.iters++
-				}
 			}
 		}
 	}
