@@ -101,8 +101,8 @@ func (s *session) runRDMABW(ctx context.Context) error {
 		var r *receiver
 		if writeImm && (s.server || cfg.Bidirectional) {
 			var err error
-			if r, err = s.ep.postReceives(m); err != nil {
-				return fail(err, " "+err.Error()+"\n", " Failed to post receive recv_wqes\n")
+			if r, err = s.postReceives(m); err != nil {
+				return err
 			}
 		}
 		if cfg.WarmUp && !writeImm && (!s.server || cfg.Bidirectional) {
@@ -115,31 +115,14 @@ func (s *session) runRDMABW(ctx context.Context) error {
 				return err
 			}
 		}
-		stop := s.watchPeer(ctx)
-		var sm samples
-		var err error
-		peak := s.peakOn()
-		switch {
-		case cfg.Bidirectional && writeImm:
-			sm, err = s.ep.runBi(ctx, r, m, peak, s.server)
-		case !s.server || !writeImm:
-			sm, err = s.ep.runBW(ctx, m, peak)
-		default:
-			peak = false
-			sm, err = s.ep.runBWServer(ctx, r)
-		}
-		stop()
+		res, err := s.measure(ctx, m, r, cfg.Bidirectional && writeImm, writeImm)
 		if err != nil {
-			return s.peerErr(ctx, runErr(err, "run_iter_bw"))
+			return err
 		}
 		if writeImm || (cfg.Bidirectional && cfg.AllSizes) {
 			if err := s.barrier(); err != nil {
 				return err
 			}
-		}
-		res, err := s.bwResult(m.size, sm, peak)
-		if err != nil {
-			return err
 		}
 		last = res
 		if err := s.reportBW(res, cfg.Bidirectional && (!writeImm || cfg.Duration == 0)); err != nil {
@@ -157,6 +140,42 @@ func (s *session) runRDMABW(ctx context.Context) error {
 	}
 	s.bwLimit, s.bwLimitSet = last, true
 	return s.closeConn()
+}
+
+// postReceives posts the receives of messages of m's size, in perftest's
+// words when that fails.
+func (s *session) postReceives(m *msgPlan) (*receiver, error) {
+	r, err := s.ep.postReceives(m)
+	if err != nil {
+		return nil, fail(err, " "+err.Error()+"\n", " Failed to post receive recv_wqes\n")
+	}
+	return r, nil
+}
+
+// measure runs one size's bandwidth loop with the peer watched and turns
+// its samples into perftest's numbers: both sides send and receive (bi,
+// perftest's run_iter_bi), or this side sends (run_iter_bw), or, on the
+// server of a test with receives, counts what arrives
+// (run_iter_bw_server, no peak).
+func (s *session) measure(ctx context.Context, m *msgPlan, r *receiver, bi, receives bool) (reports.BWResult, error) {
+	stop := s.watchPeer(ctx)
+	var sm samples
+	var err error
+	peak := s.peakOn()
+	switch {
+	case bi:
+		sm, err = s.ep.runBi(ctx, r, m, peak, s.server)
+	case !s.server || !receives:
+		sm, err = s.ep.runBW(ctx, m, peak)
+	default:
+		peak = false
+		sm, err = s.ep.runBWServer(ctx, r)
+	}
+	stop()
+	if err != nil {
+		return reports.BWResult{}, s.peerErr(ctx, runErr(err, "run_iter_bw"))
+	}
+	return s.bwResult(m.size, sm, peak)
 }
 
 // reportBW prints and records this side's BW row for one size; with
@@ -198,31 +217,14 @@ func (s *session) runSendBW(ctx context.Context) error {
 		var r *receiver
 		if s.server || cfg.Bidirectional {
 			var err error
-			if r, err = s.ep.postReceives(m); err != nil {
-				return fail(err, " "+err.Error()+"\n", " Failed to post receive recv_wqes\n")
+			if r, err = s.postReceives(m); err != nil {
+				return err
 			}
 		}
 		if err := s.barrier(); err != nil {
 			return err
 		}
-		stop := s.watchPeer(ctx)
-		var sm samples
-		var err error
-		peak := s.peakOn()
-		switch {
-		case cfg.Bidirectional:
-			sm, err = s.ep.runBi(ctx, r, m, peak, s.server)
-		case !s.server:
-			sm, err = s.ep.runBW(ctx, m, peak)
-		default:
-			peak = false
-			sm, err = s.ep.runBWServer(ctx, r)
-		}
-		stop()
-		if err != nil {
-			return s.peerErr(ctx, runErr(err, "run_iter_bw"))
-		}
-		res, err := s.bwResult(m.size, sm, peak)
+		res, err := s.measure(ctx, m, r, cfg.Bidirectional, true)
 		if err != nil {
 			return err
 		}

@@ -70,6 +70,16 @@ func (l *latRun) gap() {
 	}
 }
 
+// next is the start of message scnt+1: the --latency_gap wait, then, in
+// iteration mode, its timestamp. It returns scnt+1.
+func (l *latRun) next(scnt uint64) uint64 {
+	l.gap()
+	if !l.duration {
+		l.sm.tposted[scnt] = clock.Now()
+	}
+	return scnt + 1
+}
+
 func (l *latRun) post(scnt uint64) error {
 	if _, err := l.e.qps[0].PostSend(l.wr); err != nil {
 		return fmt.Errorf("Couldn't post send: scnt=%d: %w", scnt, err)
@@ -149,11 +159,7 @@ func (e *endpoint) runLatSend(ctx context.Context, r *receiver, m *msgPlan, serv
 			}
 		}
 		if scnt < l.iters || (l.duration && !l.ended()) {
-			l.gap()
-			if !l.duration {
-				l.sm.tposted[scnt] = clock.Now()
-			}
-			scnt++
+			scnt = l.next(scnt)
 			if mod++; mod == cqMod {
 				mod = 0
 			}
@@ -226,11 +232,7 @@ func (e *endpoint) runLatWrite(ctx context.Context, m *msgPlan, server bool) (sa
 			}
 		}
 		if scnt < l.iters || l.duration {
-			l.gap()
-			if !l.duration {
-				l.sm.tposted[scnt] = clock.Now()
-			}
-			scnt++
+			scnt = l.next(scnt)
 			postBuf[0] = byte(scnt)
 			if err := l.post(scnt); err != nil {
 				return l.finish(), err
@@ -282,11 +284,7 @@ func (e *endpoint) runLatWriteImm(ctx context.Context, r *receiver, m *msgPlan, 
 			}
 		}
 		if scnt < l.iters || l.duration {
-			l.gap()
-			if !l.duration {
-				l.sm.tposted[scnt] = clock.Now()
-			}
-			scnt++
+			scnt = l.next(scnt)
 			if err := l.post(scnt); err != nil {
 				return l.finish(), err
 			}
@@ -311,11 +309,7 @@ func (e *endpoint) runLatReadAtomic(ctx context.Context, m *msgPlan) (samples, e
 	l.wr[0].Flags |= verbs.SendSignaled
 	var scnt uint64
 	for scnt < l.iters || (l.duration && !l.ended()) {
-		l.gap()
-		if !l.duration {
-			l.sm.tposted[scnt] = clock.Now()
-		}
-		scnt++
+		scnt = l.next(scnt)
 		if err := l.post(scnt); err != nil {
 			return l.finish(), err
 		}

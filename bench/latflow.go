@@ -39,9 +39,9 @@ func (s *session) runSendLat(ctx context.Context) error {
 	}
 	for i := range s.plan.msgs {
 		m := &s.plan.msgs[i]
-		r, err := s.ep.postReceives(m)
+		r, err := s.postReceives(m)
 		if err != nil {
-			return fail(err, " "+err.Error()+"\n", " Failed to post receive recv_wqes\n")
+			return err
 		}
 		if err := s.barrier(); err != nil {
 			return err
@@ -77,9 +77,9 @@ func (s *session) runWriteLat(ctx context.Context) error {
 		var sm samples
 		var err error
 		if cfg.Verb == perftest.WriteImm {
-			r, err2 := s.ep.postReceives(m)
+			r, err2 := s.postReceives(m)
 			if err2 != nil {
-				return fail(err2, " "+err2.Error()+"\n", " Failed to post receive recv_wqes\n")
+				return err2
 			}
 			if err := s.barrier(); err != nil {
 				return err
