@@ -17,16 +17,14 @@ import (
 // device's context in the object table.
 type cq struct {
 	*pvrdma.CQ
-	c      *devContext
-	idx    uint32
-	gen    uint32
-	n      int
-	buf    span
-	ch     *compChannel
-	view   cqView
-	mu     sync.Mutex
-	users  int // QPs using this CQ
-	closed bool
+	c     *devContext
+	idx   uint32
+	gen   uint32
+	n     int
+	buf   span
+	ch    *compChannel
+	view  cqView
+	users // QPs using this CQ
 }
 
 var _ verbs.CQ = (*cq)(nil)
@@ -110,44 +108,17 @@ func (c *devContext) CreateCQ(init verbs.CQInit) (verbs.CQ, error) {
 func (q *cq) Entries() int { return q.n }
 
 func (q *cq) ReqNotify(solicitedOnly bool) error {
-	q.mu.Lock()
-	closed := q.closed
-	q.mu.Unlock()
-	if closed {
+	if q.isClosed() {
 		return q.c.err("req notify cq", verbs.ErrClosed)
 	}
 	q.CQ.ReqNotify(solicitedOnly)
 	return nil
 }
 
-func (q *cq) use() error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed {
-		return verbs.ErrClosed
-	}
-	q.users++
-	return nil
-}
-
-func (q *cq) unuse() {
-	q.mu.Lock()
-	q.users--
-	q.mu.Unlock()
-}
-
 func (q *cq) Close() error {
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
-		return nil
+	if first, err := q.close("queue pairs use the completion queue"); !first {
+		return q.c.errOrNil("destroy cq", err)
 	}
-	if q.users > 0 {
-		q.mu.Unlock()
-		return q.c.err("destroy cq", verbs.Errorf(unix.EBUSY, "%d queue pairs use the completion queue", q.users))
-	}
-	q.closed = true
-	q.mu.Unlock()
 	h := q.c.h
 	q.CQ.Shutdown()
 	ctx := &h.tab.cqs[q.idx]

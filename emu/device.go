@@ -136,6 +136,14 @@ func (c *devContext) Device() verbs.Device { return c.dev }
 
 func (c *devContext) err(op string, err error) error { return verbs.NewOpError(op, c.dev.name, err) }
 
+// errOrNil is err for op, or nil when err is nil.
+func (c *devContext) errOrNil(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return c.err(op, err)
+}
+
 // child registers one more object of the kind counted by n; it fails once
 // the context is closed or the limit is reached.
 func (c *devContext) child(op string, n *int, limit int) error {
@@ -390,11 +398,9 @@ func (h *host) raiseEvent(p *peer, ctxIdx uint32, typ verbs.EventType, kind, ind
 
 // pd is a protection domain.
 type pd struct {
-	c      *devContext
-	id     uint32
-	mu     sync.Mutex
-	n      int // children: MRs, QPs, SRQs, AHs
-	closed bool
+	c     *devContext
+	id    uint32
+	users // children: MRs, QPs, SRQs, AHs
 }
 
 func (c *devContext) AllocPD() (verbs.PD, error) {
@@ -407,33 +413,18 @@ func (c *devContext) AllocPD() (verbs.PD, error) {
 func (p *pd) Context() verbs.Context { return p.c }
 
 func (p *pd) child(op string) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return p.c.err(op, verbs.ErrClosed)
+	if err := p.use(); err != nil {
+		return p.c.err(op, err)
 	}
-	p.n++
 	return nil
 }
 
-func (p *pd) unchild() {
-	p.mu.Lock()
-	p.n--
-	p.mu.Unlock()
-}
+func (p *pd) unchild() { p.unuse() }
 
 func (p *pd) Close() error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil
+	if first, err := p.close("objects still use the protection domain"); !first {
+		return p.c.errOrNil("dealloc pd", err)
 	}
-	if p.n > 0 {
-		p.mu.Unlock()
-		return p.c.err("dealloc pd", verbs.Errorf(unix.EBUSY, "%d objects still use the protection domain", p.n))
-	}
-	p.closed = true
-	p.mu.Unlock()
 	p.c.unchild(&p.c.nPD)
 	return nil
 }

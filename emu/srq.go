@@ -20,9 +20,7 @@ type srq struct {
 	maxSGE int
 	buf    span
 	sh     *srqCtx
-	mu     sync.Mutex
-	users  int
-	closed bool
+	users  // QPs using this SRQ
 }
 
 var _ verbs.SRQ = (*srq)(nil)
@@ -89,12 +87,6 @@ func (p *pd) CreateSRQ(init verbs.SRQInit) (verbs.SRQ, error) {
 
 func (s *srq) Num() uint32 { return s.idx + 1 }
 
-func (s *srq) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
-}
-
 func (s *srq) Modify(attr verbs.SRQAttr, mask verbs.SRQAttrMask) error {
 	c := s.p.c
 	if s.isClosed() {
@@ -119,34 +111,10 @@ func (s *srq) Query() (verbs.SRQAttr, error) {
 	return verbs.SRQAttr{MaxWR: s.n, MaxSGE: s.maxSGE, Limit: int(load(&s.sh.limit))}, nil
 }
 
-func (s *srq) use() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return verbs.ErrClosed
-	}
-	s.users++
-	return nil
-}
-
-func (s *srq) unuse() {
-	s.mu.Lock()
-	s.users--
-	s.mu.Unlock()
-}
-
 func (s *srq) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
+	if first, err := s.close("queue pairs use the shared receive queue"); !first {
+		return s.p.c.errOrNil("destroy srq", err)
 	}
-	if s.users > 0 {
-		s.mu.Unlock()
-		return s.p.c.err("destroy srq", verbs.Errorf(unix.EBUSY, "%d queue pairs use the shared receive queue", s.users))
-	}
-	s.closed = true
-	s.mu.Unlock()
 	c, h := s.p.c, s.p.c.h
 	s.SRQ.Shutdown()
 	store(&s.sh.gen, s.gen+1)
