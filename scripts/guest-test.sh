@@ -318,6 +318,7 @@ fi
 # The summary: every check's result line, as the test binary printed it.
 step "summary"
 grep -E '^ *--- (PASS|FAIL|SKIP): ' "$log" || true
+sed -n '/^PVPERF-SIDE-BEGIN/,/^PVPERF-SIDE-END/p' "$log" | sed '1d;$d'
 status=$(sed -n 's/^PVPERF-GUEST-EXIT: \([0-9]*\).*/\1/p' "$log" | tail -n 1)
 reached=0
 if grep -q '^=== RUN' "$log"; then reached=1; fi

@@ -2,6 +2,7 @@ package guest
 
 import (
 	"context"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 )
+
+var conformanceTimeout = flag.Duration("guest.conformance-timeout", 6*time.Minute, "how long the conformance suite may run")
 
 // TestConformance runs the verbs conformance suite of verbs/uverbs (and
 // its kernel tests) on the device, from the test binary built for it
@@ -21,7 +24,7 @@ func TestConformance(t *testing.T) {
 	if !exists(bin) {
 		t.Fatalf("%s not found: build it with go test -c ./verbs/uverbs", bin)
 	}
-	tmo, ok := budget(6 * time.Minute)
+	tmo, ok := budget(*conformanceTimeout)
 	if !ok || tmo < 30*time.Second {
 		t.Fatalf("not run: the time budget (%s) is spent", *budgetFlag)
 	}

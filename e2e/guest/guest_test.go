@@ -25,6 +25,7 @@ var (
 	rounds        = flag.Int("guest.rounds", 7, "rounds of the side-by-side comparison")
 	runTimeout    = flag.Duration("guest.run-timeout", 60*time.Second, "how long one side of a pair may run")
 	listenTimeout = flag.Duration("guest.listen-timeout", 30*time.Second, "how long a server may take to listen")
+	deviceWait    = flag.Duration("guest.device-wait", 30*time.Second, "how long the device's port may take to become ACTIVE with its GID")
 	budgetFlag    = flag.Duration("guest.budget", 0, "no pair starts after this long (0: no limit), so that the summary comes before the guest's own limit")
 )
 
@@ -50,8 +51,10 @@ var setupErr error
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if *device != "" {
-		setupErr = waitDevice(*device, *gidIndex, 20*time.Second)
+		setupErr = waitDevice(*device, *gidIndex, *deviceWait)
 		info()
+		up, _ := os.ReadFile("/proc/uptime")
+		fmt.Printf("PVPERF-GUEST-CHECKS-BEGIN uptime %ss\n", strings.SplitN(string(up), ".", 2)[0])
 	}
 	os.Exit(m.Run())
 }

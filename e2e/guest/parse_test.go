@@ -94,3 +94,26 @@ func TestPairServerExits(t *testing.T) {
 }
 
 func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
+
+// ibv_devinfo -v's lines as devinfoAttrs keys them: per port, blanks out
+// of keys, values with colons kept whole.
+func TestDevinfoAttrs(t *testing.T) {
+	out := `hca_id:	vmw_pvrdma0
+	transport:			InfiniBand (0)
+	node_guid:			5054:00ff:fe77:0002
+	max_qp:				32768
+		port:	1
+			state:			PORT_ACTIVE (4)
+			GID[  0]:		fe80:0000:0000:0000:5054:00ff:fe77:0002, RoCE v2
+`
+	want := map[string]string{
+		"transport":     "InfiniBand (0)",
+		"node_guid":     "5054:00ff:fe77:0002",
+		"max_qp":        "32768",
+		"port 1/state":  "PORT_ACTIVE (4)",
+		"port 1/GID[0]": "fe80:0000:0000:0000:5054:00ff:fe77:0002, RoCE v2",
+	}
+	if got := devinfoAttrs(out); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
