@@ -202,7 +202,7 @@ type received struct {
 
 func mustKey(t testing.TB, b []byte) perftest.Dest {
 	t.Helper()
-	k, err := ParseKey(b, KeyGID)
+	k, err := parseKey(b, KeyGID)
 	if err != nil {
 		t.Fatal(err)
 	}

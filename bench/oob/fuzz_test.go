@@ -27,7 +27,7 @@ func FuzzParseKey(f *testing.F) {
 	f.Add(bytes.Repeat([]byte{':'}, 108), uint8(KeyGID))
 	f.Fuzz(func(t *testing.T, data []byte, format uint8) {
 		kf := KeyFormat(format % 5) // 4 is unknown
-		k, err := ParseKey(data, kf)
+		k, err := parseKey(data, kf)
 		if err != nil {
 			return
 		}
@@ -39,7 +39,7 @@ func FuzzParseKey(f *testing.F) {
 		if len(enc) != len(data) || !bytes.EqualFold(enc[:len(enc)-1], data[:len(data)-1]) {
 			t.Fatalf("re-encoded %q from %q", enc, data)
 		}
-		back, err := ParseKey(enc, kf)
+		back, err := parseKey(enc, kf)
 		if err != nil || back != k {
 			t.Fatalf("round trip %+v -> %q -> %+v, %v", k, enc, back, err)
 		}
@@ -59,7 +59,7 @@ func FuzzKeyRoundTrip(f *testing.F) {
 		if len(enc) != kf.Size() || enc[len(enc)-1] != 0 {
 			t.Fatalf("%q: size %d, want %d", enc, len(enc), kf.Size())
 		}
-		back, err := ParseKey(enc, kf)
+		back, err := parseKey(enc, kf)
 		if err != nil {
 			t.Fatal(err)
 		}

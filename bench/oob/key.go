@@ -106,21 +106,12 @@ func MarshalKey(k *perftest.Dest, f KeyFormat) ([]byte, error) {
 	return b, nil
 }
 
-// ParseKey decodes a key message in format f. A message perftest writes
+// parseKey decodes a key message in format f. A message perftest writes
 // has every field at exactly its printf width (the widths add up to the
-// fixed size), so ParseKey requires that layout: hex digits (either case)
+// fixed size), so parseKey requires that layout: hex digits (either case)
 // at the field positions and colons between them (and after srqn in the GID
 // forms). The last byte, perftest's NUL terminator, is not checked. Any
 // other input is an error wrapping ErrMalformed.
-func ParseKey(b []byte, f KeyFormat) (perftest.Dest, error) {
-	k, err := parseKey(b, f)
-	if err != nil {
-		return k, fmt.Errorf("oob: decode key: %w", err)
-	}
-	return k, nil
-}
-
-// parseKey is ParseKey with errors that do not name the operation.
 func parseKey(b []byte, f KeyFormat) (perftest.Dest, error) {
 	var k perftest.Dest
 	if f.Size() == 0 {

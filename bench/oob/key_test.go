@@ -51,7 +51,7 @@ func TestKeyMarshal(t *testing.T) {
 		if len(got) != tt.f.Size() {
 			t.Errorf("%s: %d bytes, want %d", tt.name, len(got), tt.f.Size())
 		}
-		back, err := ParseKey(got, tt.f)
+		back, err := parseKey(got, tt.f)
 		if err != nil {
 			t.Errorf("%s: parse: %v", tt.name, err)
 			continue
@@ -97,15 +97,15 @@ func TestKeyMarshalErrors(t *testing.T) {
 
 func TestParseKey(t *testing.T) {
 	good := "0000:0001:000011:86e396:000003b4:00007f69fd0f2000:00:00:00:00:00:00:00:00:00:00:ff:ff:0a:4d:00:01:00000000:\x00"
-	if k, err := ParseKey([]byte(good), KeyGID); err != nil || k != captureKey {
+	if k, err := parseKey([]byte(good), KeyGID); err != nil || k != captureKey {
 		t.Fatalf("capture key: %+v, %v", k, err)
 	}
 	upper := strings.ToUpper(good[:len(good)-1]) + "\x00"
-	if k, err := ParseKey([]byte(upper), KeyGID); err != nil || k != captureKey {
+	if k, err := parseKey([]byte(upper), KeyGID); err != nil || k != captureKey {
 		t.Errorf("upper case: %+v, %v", k, err)
 	}
 	// The terminator is not checked (perftest does not look at it).
-	if _, err := ParseKey([]byte(good[:len(good)-1]+"x"), KeyGID); err != nil {
+	if _, err := parseKey([]byte(good[:len(good)-1]+"x"), KeyGID); err != nil {
 		t.Errorf("no NUL: %v", err)
 	}
 	plain := "1234:0080:abcdef:123456:deadbeef:00007f760c947000:00000042\x00"
@@ -129,7 +129,7 @@ func TestParseKey(t *testing.T) {
 		{"unknown format", plain, KeyFormat(5)},
 	}
 	for _, tt := range bad {
-		k, err := ParseKey([]byte(tt.in), tt.f)
+		k, err := parseKey([]byte(tt.in), tt.f)
 		if !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: %v, want ErrMalformed", tt.name, err)
 		}

@@ -38,16 +38,6 @@ func (m MTU) String() string {
 	return strconv.Itoa(m.Bytes())
 }
 
-// MTUFromBytes returns the ibv_mtu value of an MTU in bytes.
-func MTUFromBytes(n int) (MTU, bool) {
-	for m := MTU256; m <= MTU4096; m++ {
-		if m.Bytes() == n {
-			return m, true
-		}
-	}
-	return 0, false
-}
-
 // EncodeMTU returns the MTU message of the given size (2, or 4 for peers
 // older than 5.31): sprintf("%d") of the enum, NUL-terminated, truncated to
 // size and NUL-padded. (perftest sends uninitialised stack bytes after the

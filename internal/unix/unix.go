@@ -68,15 +68,6 @@ func MmapFile(fd, n int) ([]byte, error) {
 	return b[:n], nil // the capacity is the whole mapping, for Munmap
 }
 
-// FileSize returns the size of the file behind fd.
-func FileSize(fd int) (int64, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return 0, os.NewSyscallError("fstat", err)
-	}
-	return st.Size, nil
-}
-
 // Close closes a file descriptor.
 func Close(fd int) error {
 	if err := unix.Close(fd); err != nil {

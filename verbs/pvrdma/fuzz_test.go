@@ -9,7 +9,7 @@ import (
 )
 
 // specCQE decodes a pvrdma_cqe straight from the spec table (3.5),
-// independently of DecodeCQE.
+// independently of decodeCQE.
 func specCQE(b []byte) CQE {
 	le := binary.LittleEndian
 	var c CQE
@@ -45,9 +45,9 @@ func FuzzCQEDecode(f *testing.F) {
 			data = append(data, make([]byte, CQESize-len(data))...)
 		}
 		raw := data[:CQESize]
-		c := DecodeCQE(raw)
+		c := decodeCQE(raw)
 		if want := specCQE(raw); c != want {
-			t.Fatalf("DecodeCQE(% x) = %+v, spec says %+v", raw, c, want)
+			t.Fatalf("decodeCQE(% x) = %+v, spec says %+v", raw, c, want)
 		}
 		var out [CQESize]byte
 		for i := range out {
@@ -60,7 +60,7 @@ func FuzzCQEDecode(f *testing.F) {
 		if !bytes.Equal(out[58:], make([]byte, 6)) {
 			t.Fatalf("reserved bytes encoded as % x", out[58:])
 		}
-		if d := DecodeCQE(out[:]); d != c {
+		if d := decodeCQE(out[:]); d != c {
 			t.Fatalf("round trip %+v -> %+v", c, d)
 		}
 
@@ -115,7 +115,7 @@ func FuzzCQEEncode(f *testing.F) {
 		if !bytes.Equal(b[58:], make([]byte, 6)) {
 			t.Fatalf("reserved bytes % x", b[58:])
 		}
-		if got := DecodeCQE(b[:]); got != c {
+		if got := decodeCQE(b[:]); got != c {
 			t.Fatalf("round trip %+v -> %+v", c, got)
 		}
 	})

@@ -339,8 +339,8 @@ func (c *CQE) Encode(b []byte) {
 	clear(b[58:64])
 }
 
-// DecodeCQE reads a 64-byte pvrdma_cqe.
-func DecodeCQE(b []byte) CQE {
+// decodeCQE reads a 64-byte pvrdma_cqe.
+func decodeCQE(b []byte) CQE {
 	b = b[:CQESize]
 	var c CQE
 	c.WRID = binary.LittleEndian.Uint64(b[cqeWRID:])

@@ -348,16 +348,16 @@ func TestCQEEncoding(t *testing.T) {
 	c := cqeValue
 	c.Encode(got)
 	diffBytes(t, "CQE.Encode", got, want)
-	if d := DecodeCQE(want); d != cqeValue {
-		t.Errorf("DecodeCQE = %+v, want %+v", d, cqeValue)
+	if d := decodeCQE(want); d != cqeValue {
+		t.Errorf("decodeCQE = %+v, want %+v", d, cqeValue)
 	}
 	// Reserved bytes are ignored when decoding.
 	dirty := append([]byte(nil), want...)
 	for i := 58; i < 64; i++ {
 		dirty[i] = 0xff
 	}
-	if d := DecodeCQE(dirty); d != cqeValue {
-		t.Errorf("DecodeCQE with reserved bytes set = %+v, want %+v", d, cqeValue)
+	if d := decodeCQE(dirty); d != cqeValue {
+		t.Errorf("decodeCQE with reserved bytes set = %+v, want %+v", d, cqeValue)
 	}
 	// Round trip of extreme values.
 	for _, c := range []CQE{
@@ -369,7 +369,7 @@ func TestCQEEncoding(t *testing.T) {
 	} {
 		var b [64]byte
 		c.Encode(b[:])
-		if d := DecodeCQE(b[:]); d != c {
+		if d := decodeCQE(b[:]); d != c {
 			t.Errorf("round trip of %+v gave %+v", c, d)
 		}
 	}
