@@ -47,7 +47,7 @@ var labSides = []sideSpec{
 func TestSideBySide(t *testing.T) {
 	needDevice(t)
 	var table strings.Builder
-	fmt.Fprintf(&table, "%-28s %-20s %12s %12s %10s   %s\n", "test", "metric", "perftest", "pvperf", "pvperf/pt", "target")
+	fmt.Fprintf(&table, "%-28s %-20s %12s %12s %10s   %-8s %s\n", "test", "metric", "perftest", "pvperf", "pvperf/pt", "target", "wall pvperf/pt")
 	specs := sides
 	if *lab == "qemu-pvrdma" {
 		specs = labSides
@@ -57,6 +57,9 @@ func TestSideBySide(t *testing.T) {
 			test, opts, _ := strings.Cut(c.spec, " ")
 			a := append(common(), strings.Fields(opts)...)
 			var ptv, pvv, ratios []float64
+			// The wall time of each pair, start to end: a figure no clock
+			// calibration of either tool can distort.
+			var walls [2][]float64
 			var notes []string
 			for r := 1; r <= *rounds; r++ {
 				var round [2]float64
@@ -69,6 +72,7 @@ func TestSideBySide(t *testing.T) {
 						t.Errorf("round %d, %s: %v", r, cmd, res.err)
 						continue
 					}
+					walls[i] = append(walls[i], res.took.Seconds())
 					s := field(res.client, c.field)
 					v, err := strconv.ParseFloat(s, 64)
 					if err != nil || !(v > 0) || v > 1e300 {
@@ -92,7 +96,11 @@ func TestSideBySide(t *testing.T) {
 			if mpt > 0 && mpv > 0 {
 				ratio = fmt.Sprintf("%.3f", mpv/mpt)
 			}
-			fmt.Fprintf(&table, "%-28s %-20s %12s %12s %10s   %s\n", c.spec, c.metric, num(mpt), num(mpv), ratio, c.target)
+			wall := "n/a"
+			if w0, w1 := median(walls[0]), median(walls[1]); w0 > 0 && w1 > 0 {
+				wall = fmt.Sprintf("%.0fs/%.0fs = %.2f", w1, w0, w1/w0)
+			}
+			fmt.Fprintf(&table, "%-28s %-20s %12s %12s %10s   %-8s %s\n", c.spec, c.metric, num(mpt), num(mpv), ratio, c.target, wall)
 			t.Logf("%s, every round:\n    perftest  %v\n    pvperf    %v\n    ratio     %v (median %s)\n%s",
 				c.spec, ptv, pvv, rounded(ratios), num(median(ratios)), strings.Join(notes, "\n"))
 			switch {
