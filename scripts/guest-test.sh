@@ -279,7 +279,7 @@ for c in ${checks//,/ }; do
 	esac
 	run=${run:+$run|}$t
 done
-printf 'RUN=^(%s)$\nROUNDS=%s\nBUDGET=%s\n' "$run" "$rounds" "$budget" >"$tree/guest/config"
+printf "RUN='^(%s)$'\nROUNDS=%s\nBUDGET=%s\n" "$run" "$rounds" "$budget" >"$tree/guest/config"
 
 initrd=$work/initrd.gz
 (cd "$tree" && find . | cpio -o -H newc -R 0:0 --quiet | gzip -1 >"$initrd")

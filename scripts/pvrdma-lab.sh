@@ -389,7 +389,7 @@ for c in ${checks//,/ }; do
 done
 run="^($run)\$"
 [ "$serve" = 1 ] && run=serve
-printf 'RUN=%s\nROUNDS=%s\nBUDGET=%s\n' "$run" "$rounds" "$budget" >"$l2/guest/config"
+printf "RUN='%s'\nROUNDS=%s\nBUDGET=%s\n" "$run" "$rounds" "$budget" >"$l2/guest/config"
 cpio_of "$l2" >"$work/l2.cpio"
 echo "L2 initramfs: $(du -h "$work/l2.cpio" | cut -f1) (uncompressed: unpacking under nested TCG costs more than reading)"
 
