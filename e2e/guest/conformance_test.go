@@ -34,7 +34,13 @@ func TestConformance(t *testing.T) {
 		"-test.timeout", (tmo - 20*time.Second).String())
 	cmd.Env = append(os.Environ(), "RDMA_TEST_DEVICE="+*device)
 	out, err := cmd.CombinedOutput()
-	t.Logf("%s -test.run 'TestConformance|TestKernel' -test.v\n%s", bin, out)
+	// Its lines are prefixed, so that its own result lines are not taken
+	// for this binary's.
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		b.WriteString("  uverbs.test| " + l + "\n")
+	}
+	t.Logf("%s -test.run 'TestConformance|TestKernel' -test.v\n%s", bin, b.String())
 	s := summarize(string(out))
 	t.Logf("conformance: %d passed, %d failed, %d skipped (tests without subtests)", s.count["PASS"], s.count["FAIL"], s.count["SKIP"])
 	for _, l := range s.skipped {
