@@ -123,7 +123,7 @@ func (p pair) run() pairResult {
 		_ = srv.Process.Kill()
 		<-sdone
 	}
-	res.server, res.client, res.took = sout.String(), cout.String(), time.Since(start).Round(10 * time.Millisecond)
+	res.server, res.client, res.took = sout.String(), cout.String(), time.Since(start).Round(10*time.Millisecond)
 	return res
 }
 
