@@ -44,12 +44,6 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, m *msgPlan, peak, ser
 	sampling := func() bool { return duration && dc != nil && dc.state.Load() == stateSample }
 	var st stall
 	var sig, cqes uint64 // as in runBW
-	listSig := uint64(0)
-	for j := range s.wrs[0] {
-		if s.wrs[0][j].Flags&verbs.SendSignaled != 0 {
-			listSig++
-		}
-	}
 	for n := 0; (duration && !ended()) || totC < tot || totR < tot; n++ {
 		if n&0x3FF == 0 {
 			if err := ctx.Err(); err != nil {
@@ -71,13 +65,7 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, m *msgPlan, peak, ser
 				if _, err := e.qps[i].PostSend(s.wrs[i]); err != nil {
 					return sm, fmt.Errorf("Couldn't post send: qp %d scnt=%d: %w", i, s.scnt[i], err)
 				}
-				if pl == 1 {
-					if w.Flags&verbs.SendSignaled != 0 {
-						sig++
-					}
-				} else {
-					sig += listSig
-				}
+				sig += s.signalled(s.wrs[i])
 				if pl == 1 && m.small {
 					w.SGL[0].Addr = stepAddr(w.SGL[0].Addr, step, s.myAddr[i], wrap)
 				}

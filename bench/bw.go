@@ -50,6 +50,21 @@ type sender struct {
 	scnt    []uint64
 	ccnt    []uint64
 	mod     []uint64 // scnt % cq_mod, with a post list of one
+	// listSig is how many work requests of a post list are signalled.
+	listSig uint64
+}
+
+// signalled is how many signalled work requests a post of QP chain wrs
+// carries: those of the post list, or, with a list of one, whether its
+// work request is signalled this time (the loops change its flag).
+func (s *sender) signalled(wrs []verbs.SendWR) uint64 {
+	if len(wrs) > 1 {
+		return s.listSig
+	}
+	if wrs[0].Flags&verbs.SendSignaled != 0 {
+		return 1
+	}
+	return 0
 }
 
 // newSender prepares the send work requests for messages of m's size.
@@ -117,6 +132,11 @@ func (e *endpoint) newSender(m *msgPlan) *sender {
 			}
 		}
 	}
+	for j := range s.wrs[0] {
+		if s.wrs[0][j].Flags&verbs.SendSignaled != 0 {
+			s.listSig++
+		}
+	}
 	return s
 }
 
@@ -173,12 +193,6 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 	// a device that completes unsignalled ones (QEMU's pvrdma device model
 	// does) would make every completion count as cq_mod messages too many.
 	var sig, cqes uint64
-	listSig := uint64(0)
-	for j := range s.wrs[0] {
-		if s.wrs[0][j].Flags&verbs.SendSignaled != 0 {
-			listSig++
-		}
-	}
 	for totS < tot || totC < tot || (duration && dc.state.Load() != stateEnd) {
 		if err := ctx.Err(); err != nil {
 			return sm, err
@@ -206,13 +220,7 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 					s.scnt[i], s.mod[i] = scnt, mod
 					return sm, fmt.Errorf("Couldn't post send: qp %d scnt=%d || err=%w tx_depth=%d", i, scnt, err, cfg.TxDepth)
 				}
-				if pl == 1 {
-					if w.Flags&verbs.SendSignaled != 0 {
-						sig++
-					}
-				} else {
-					sig += listSig
-				}
+				sig += s.signalled(wrs)
 				if pl == 1 && m.small {
 					sge.Addr = stepAddr(sge.Addr, step, s.myAddr[i], wrap)
 					if m.stepRemote {
