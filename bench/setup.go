@@ -81,6 +81,11 @@ func (s *session) connect(ctx context.Context) error {
 		if msg == "" {
 			msg = " " + err.Error() + "\n"
 		}
+		// perftest's message does not say why; pvperf adds the reason.
+		var ne *oob.NetError
+		if errors.As(err, &ne) && ne.Kind == oob.ErrConnect && ne.Reason() != "" {
+			msg += " (" + ne.Reason() + ")\n"
+		}
 		return fail(err, msg, " Unable to init the socket connection\n")
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pvperf/pvperf/bench"
+	"github.com/pvperf/pvperf/bench/oob"
 )
 
 // Faults: a peer that freezes, sends garbage or nothing, or a server that
@@ -163,9 +164,10 @@ func TestBadPeer(t *testing.T) {
 
 // TestUnreachableServer: a client whose server's address answers nothing
 // (an address behind a veth pair, in a network namespace the test creates,
-// where nothing answers) gives up after the peer timeout
-// with perftest's message, where perftest waits for the kernel's SYN
-// retries (about two minutes). It needs root for the namespace.
+// where nothing answers) gives up after oob.MinConnectTimeout (longer than
+// the default peer timeout) with perftest's message and the reason, where
+// perftest waits for the kernel's SYN retries (about two minutes). It needs
+// root for the namespace.
 func TestUnreachableServer(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to create a network namespace (unshare -n)")
@@ -192,8 +194,8 @@ func TestUnreachableServer(t *testing.T) {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ends(t, p, began, bench.DefaultPeerTimeout)
-	if !strings.Contains(p.stderr.String(), "Couldn't connect to 10.99.0.2:18515") {
-		t.Errorf("stderr %q, want perftest's \"Couldn't connect to 10.99.0.2:18515\"", p.stderr.String())
+	ends(t, p, began, oob.MinConnectTimeout)
+	if !strings.Contains(p.stderr.String(), "Couldn't connect to 10.99.0.2:18515\n (i/o timeout)") {
+		t.Errorf("stderr %q, want perftest's \"Couldn't connect to 10.99.0.2:18515\" and the reason", p.stderr.String())
 	}
 }

@@ -19,6 +19,11 @@ const (
 	// DefaultTimeout bounds each exchange unless Config.Timeout or
 	// SetTimeout say otherwise.
 	DefaultTimeout = 5 * time.Second
+	// MinConnectTimeout is the least a connection attempt waits for an
+	// answer ([Dial]): with the TCP's retransmission of a lost SYN after
+	// 1, 2, 4 and 8 s, it covers four losses, and a host stalled for
+	// seconds (a loaded or nested virtual machine).
+	MinConnectTimeout = 30 * time.Second
 	// NoTimeout, as a timeout, lets exchanges wait forever (as perftest does).
 	NoTimeout time.Duration = -1
 )

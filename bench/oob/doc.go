@@ -76,8 +76,9 @@
 // (default [DefaultTimeout], 5 s), so a peer that vanishes mid-test makes
 // the exchange fail with an error wrapping [ErrTimeout]; a peer that closes
 // the connection makes it fail at once with [ErrPeerClosed]. Waiting for a
-// client to connect ([Listener.Accept]) and connecting ([Dial]) are governed
-// by their context only and may wait forever. An exchange that legitimately
+// client to connect ([Listener.Accept]) is governed by its context only and
+// may wait forever; connecting ([Dial]) gives up after the timeout or
+// [MinConnectTimeout], whichever is longer. An exchange that legitimately
 // waits for the whole test to run (a unidirectional BW server waits in a
 // handshake until the client is done) needs a longer timeout: call
 // [Conn.SetTimeout] before it.

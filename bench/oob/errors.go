@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"strings"
 )
 
@@ -98,6 +100,23 @@ func (e *NetError) PerftestMessage() string {
 		return fmt.Sprintf("Couldn't listen to port %d\n", e.Port)
 	case ErrAccept:
 		return "accept() failed\n"
+	}
+	return ""
+}
+
+// Reason is the system's word for why the operation failed ("connection
+// refused", "i/o timeout"), or "" when there is none: what perftest's
+// message leaves out.
+func (e *NetError) Reason() string {
+	var oe *net.OpError
+	var se *os.SyscallError
+	switch {
+	case errors.As(e.Err, &se):
+		return se.Err.Error()
+	case errors.As(e.Err, &oe) && oe.Err != nil:
+		return oe.Err.Error()
+	case e.Err != nil:
+		return e.Err.Error()
 	}
 	return ""
 }

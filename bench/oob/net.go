@@ -149,8 +149,9 @@ func (l *Listener) Accept(ctx context.Context, cfg Config) (*Conn, error) {
 // of its addresses of a's family in turn, after binding to
 // a.BindSourceIP if set (perftest's ethernet_client_connect), and returns a
 // client Conn configured by cfg. A connection attempt that gets no answer
-// gives up after cfg's timeout (perftest waits for the kernel's SYN
-// retries, about two minutes), or when ctx ends; there is no retry
+// gives up after cfg's timeout or MinConnectTimeout, whichever is longer
+// (perftest waits for the kernel's SYN retries, about two minutes; with
+// NoTimeout, so does Dial), or when ctx ends; there is no retry
 // (perftest does not retry: a server that is not listening yet is an
 // error). Failures are
 // *NetError values wrapping ErrResolve, ErrBind or ErrConnect; their
@@ -165,11 +166,11 @@ func Dial(ctx context.Context, host string, a Addr, cfg Config) (*Conn, error) {
 		return &NetError{Op: "dial", Kind: kind, Host: host, Port: port, IPv6: a.IPv6, Err: err}
 	}
 	// A server that does not answer (an address nothing replies from)
-	// is given the exchange timeout, not the kernel's two minutes of SYN
-	// retries.
+	// is given the exchange timeout (at least MinConnectTimeout), not the
+	// kernel's two minutes of SYN retries.
 	var d net.Dialer
 	if ncfg.Timeout > 0 {
-		d.Timeout = ncfg.Timeout
+		d.Timeout = max(ncfg.Timeout, MinConnectTimeout)
 	}
 	if a.BindSourceIP != "" {
 		ip := net.ParseIP(a.BindSourceIP)

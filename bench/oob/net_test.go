@@ -137,6 +137,9 @@ func TestDialErrors(t *testing.T) {
 		if got := PerftestMessage(err); got != tt.msg {
 			t.Errorf("%s: message %q, want %q", tt.name, got, tt.msg)
 		}
+		if tt.name == "refused" && ne.Reason() != "connection refused" {
+			t.Errorf("%s: reason %q, want \"connection refused\"", tt.name, ne.Reason())
+		}
 	}
 	if _, err := Dial(ctx, "127.0.0.1", Addr{}, Config{ParamsSize: 1}); err == nil {
 		t.Error("bad config: no error")
