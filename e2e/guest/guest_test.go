@@ -25,6 +25,7 @@ var (
 	rounds        = flag.Int("guest.rounds", 7, "rounds of the side-by-side comparison")
 	runTimeout    = flag.Duration("guest.run-timeout", 60*time.Second, "how long one side of a pair may run")
 	listenTimeout = flag.Duration("guest.listen-timeout", 30*time.Second, "how long a server may take to listen")
+	peerTimeout   = flag.Duration("guest.peer-timeout", 0, "pvperf's --peer-timeout in the pair checks (0: its default)")
 	deviceWait    = flag.Duration("guest.device-wait", 30*time.Second, "how long the device's port may take to become ACTIVE with its GID")
 	budgetFlag    = flag.Duration("guest.budget", 0, "no pair starts after this long (0: no limit), so that the summary comes before the guest's own limit")
 )

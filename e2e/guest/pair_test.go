@@ -128,8 +128,12 @@ func (p pair) run() pairResult {
 }
 
 // command is name with args in dir, its output into out, interrupted when
-// ctx ends and killed 2 s later.
+// ctx ends and killed 2 s later. A command of pvperf gets
+// -guest.peer-timeout when set.
 func command(ctx context.Context, name string, args []string, dir string, out *bytes.Buffer) *exec.Cmd {
+	if *peerTimeout != 0 && strings.HasPrefix(name, *pvperfDir+"/") {
+		args = append([]string{"--peer-timeout=" + peerTimeout.String()}, args...)
+	}
 	c := exec.CommandContext(ctx, name, args...)
 	c.Dir = dir
 	c.Stdout, c.Stderr = out, out
