@@ -52,6 +52,8 @@ type sender struct {
 	mod     []uint64 // scnt % cq_mod, with a post list of one
 	// listSig is how many work requests of a post list are signalled.
 	listSig uint64
+	// sig counts the signalled work requests posted.
+	sig uint64
 }
 
 // signalled is how many signalled work requests a post of QP chain wrs
@@ -189,10 +191,11 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 	}
 	ne := 0
 	var st stall
-	// sig counts the signalled work requests posted, cqes the completions:
-	// a device that completes unsignalled ones (QEMU's pvrdma device model
-	// does) would make every completion count as cq_mod messages too many.
-	var sig, cqes uint64
+	// s.sig counts the signalled work requests posted, cqes the
+	// completions: a device that completes unsignalled ones (QEMU's pvrdma
+	// device model does) would make every completion count as cq_mod
+	// messages too many.
+	var cqes uint64
 	for totS < tot || totC < tot || (duration && dc.state.Load() != stateEnd) {
 		if err := ctx.Err(); err != nil {
 			return sm, err
@@ -206,6 +209,15 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 			// message.
 			scnt, mod := s.scnt[i], s.mod[i]
 			limit := uint64(cfg.TxDepth) + s.ccnt[i]
+			if pl == 1 && !duration && !peak {
+				// The common case, in a loop of its own.
+				n, err := s.postSingles(i, min(cfg.Iters, limit), cfg.Iters-1, cqMod, m)
+				totS += n
+				if err != nil {
+					return sm, fmt.Errorf("Couldn't post send: qp %d scnt=%d || err=%w tx_depth=%d", i, s.scnt[i], err, cfg.TxDepth)
+				}
+				continue
+			}
 			for (scnt < cfg.Iters || duration) && scnt+pl <= limit {
 				if pl == 1 && mod == 0 && cqMod > 1 && !(scnt == cfg.Iters-1 && !duration) {
 					w.Flags &^= verbs.SendSignaled
@@ -220,7 +232,7 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 					s.scnt[i], s.mod[i] = scnt, mod
 					return sm, fmt.Errorf("Couldn't post send: qp %d scnt=%d || err=%w tx_depth=%d", i, scnt, err, cfg.TxDepth)
 				}
-				sig += s.signalled(wrs)
+				s.sig += s.signalled(wrs)
 				if pl == 1 && m.small {
 					sge.Addr = stepAddr(sge.Addr, step, s.myAddr[i], wrap)
 					if m.stepRemote {
@@ -267,8 +279,8 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 				if c.Status != verbs.WCSuccess {
 					return sm, &errCompletion{wc: *c, scnt: totS, ccnt: totC}
 				}
-				if cqes++; cqes > sig {
-					return sm, unsignaledError(cqes, sig)
+				if cqes++; cqes > s.sig {
+					return sm, unsignaledError(cqes, s.sig)
 				}
 				f := cqMod
 				if fill && s.ccnt[qi]+cqMod > cfg.Iters {
@@ -290,6 +302,50 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 	}
 	sm.end(dc, tot, peak)
 	return sm, nil
+}
+
+// postSingles is runBW's posting on QP i with a post list of one, a count
+// of iterations and no peak: it posts one work request at a time while
+// the QP's count is under end, signals every cq_mod-th and the one whose
+// count is last, and returns how many it posted. It does what runBW's
+// general loop does in that case, without the tests of the other cases.
+func (s *sender) postSingles(i int, end, last, cqMod uint64, m *msgPlan) (uint64, error) {
+	qp := s.e.qps[i]
+	wrs := s.wrs[i]
+	w := &wrs[0]
+	sge := &w.SGL[0]
+	scnt, mod := s.scnt[i], s.mod[i]
+	start := scnt
+	myAddr, remAddr := s.myAddr[i], s.remAddr[i]
+	step, wrap := m.step, m.wrap
+	small, stepRemote := m.small, m.stepRemote
+	var err error
+	for scnt < end {
+		if mod == 0 && cqMod > 1 && scnt != last {
+			w.Flags &^= verbs.SendSignaled
+		}
+		if _, err = qp.PostSend(wrs); err != nil {
+			break
+		}
+		if w.Flags&verbs.SendSignaled != 0 {
+			s.sig++
+		}
+		if small {
+			sge.Addr = stepAddr(sge.Addr, step, myAddr, wrap)
+			if stepRemote {
+				w.RemoteAddr = stepAddr(w.RemoteAddr, step, remAddr, wrap)
+			}
+		}
+		scnt++
+		if mod++; mod == cqMod {
+			mod = 0
+		}
+		if mod == cqMod-1 || scnt == last {
+			w.Flags |= verbs.SendSignaled
+		}
+	}
+	s.scnt[i], s.mod[i] = scnt, mod
+	return scnt - start, err
 }
 
 // fillCount is perftest's fill_count: whether the last completion of a QP

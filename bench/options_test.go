@@ -273,6 +273,47 @@ func TestWarmUpPosts(t *testing.T) {
 	}
 }
 
+// TestPostingPattern: with a post list of one, runBW's loop for a count
+// of iterations without peak (postSingles) posts what its general loop
+// (with peak) posts: every cq_mod-th work request and the last signalled,
+// local and remote addresses stepping through the buffer and back.
+func TestPostingPattern(t *testing.T) {
+	cfg := testConfig(perftest.Bandwidth, perftest.Write)
+	cfg.Iters, cfg.TxDepth, cfg.CQMod, cfg.Size = 1050, 128, 100, 2
+	pattern := func(noPeak bool) []postedWR {
+		c := cfg
+		c.NoPeak = noPeak
+		r, _ := runRecorded(t, c)
+		p := r.posted
+		if len(p) != 1050 {
+			t.Fatalf("noPeak %v: %d work requests posted, want 1050", noPeak, len(p))
+		}
+		// Addresses relative to the first work request's.
+		a, ra := p[0].addr, p[0].remote
+		for i := range p {
+			p[i].addr -= a
+			p[i].remote -= ra
+		}
+		return p
+	}
+	fast, general := pattern(true), pattern(false)
+	wraps := 0
+	for i := range fast {
+		if fast[i] != general[i] {
+			t.Fatalf("work request %d: %+v without peak, %+v with", i, fast[i], general[i])
+		}
+		if want := i%100 == 99 || i == 1049; fast[i].signaled != want {
+			t.Errorf("work request %d: signalled %v, want %v", i, fast[i].signaled, want)
+		}
+		if i > 0 && fast[i].addr == 0 {
+			wraps++
+		}
+	}
+	if wraps == 0 || fast[1].addr == 0 || fast[1].remote != fast[1].addr {
+		t.Errorf("addresses do not step and wrap: %+v ... (%d wraps)", fast[:2], wraps)
+	}
+}
+
 // TestRecvPostList: --recv_post_list posts receives in lists of that
 // length.
 func TestRecvPostList(t *testing.T) {

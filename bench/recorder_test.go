@@ -20,7 +20,15 @@ type recorder struct {
 	bufs   [][]byte
 	modify []verbs.QPAttr // every Modify's attributes
 	sends  int            // work requests posted
+	posted []postedWR     // every work request posted
 	recvs  []int          // length of every PostRecv list
+}
+
+// postedWR is what the loops change in a work request from one post to
+// the next.
+type postedWR struct {
+	signaled     bool
+	addr, remote uint64
 }
 
 func (r *recorder) pollSizes() []int {
@@ -100,6 +108,9 @@ func (q *recQP) PostSend(wrs []verbs.SendWR) (int, error) {
 	n, err := q.QP.PostSend(wrs)
 	q.r.mu.Lock()
 	q.r.sends += n
+	for _, w := range wrs[:n] {
+		q.r.posted = append(q.r.posted, postedWR{w.Flags&verbs.SendSignaled != 0, w.SGL[0].Addr, w.RemoteAddr})
+	}
 	q.r.mu.Unlock()
 	return n, err
 }
