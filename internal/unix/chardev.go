@@ -147,6 +147,29 @@ func EventFile(fd int, name string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), name), nil
 }
 
+// WriteWhenReadable writes b to f's descriptor (made non-blocking by
+// EventFile) in one write(2), and while the kernel answers EAGAIN (a
+// command that waits for something to read, as rdma_cm's GET_EVENT does
+// on a non-blocking descriptor), waits through Go's poller for the
+// descriptor to become readable and writes again. A read deadline set on f
+// ends the wait with an error wrapping os.ErrDeadlineExceeded; closing f
+// ends it with os.ErrClosed. The write's error is the bare errno.
+func WriteWhenReadable(f *os.File, b []byte) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var werr error
+	if err := rc.Read(func(fd uintptr) bool {
+		n, werr = Write(int(fd), b)
+		return werr != unix.EAGAIN
+	}); err != nil {
+		return 0, err
+	}
+	return n, werr
+}
+
 // MemlockLimit returns the soft limit on locked memory (RLIMIT_MEMLOCK) in
 // bytes, and whether there is a limit at all.
 func MemlockLimit() (uint64, bool) {

@@ -243,3 +243,47 @@ func sigBlk(t *testing.T) string {
 	t.Skip("no SigBlk in /proc/thread-self/status")
 	return ""
 }
+
+// TestWriteWhenReadable: a write the kernel answers with EAGAIN waits for
+// the descriptor to become readable, then succeeds; with nothing to read,
+// the read deadline ends the wait.
+func TestWriteWhenReadable(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[1])
+	f, err := EventFile(fds[0], "pair")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// Fill the socket so that writes answer EAGAIN.
+	msg := make([]byte, 1024)
+	for {
+		if _, err := unix.Write(fds[0], msg); err == unix.EAGAIN {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.SetReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteWhenReadable(f, msg); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("nothing to read: %v, want the deadline", err)
+	}
+	if err := f.SetReadDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		// Make room for a message, then something to read.
+		buf := make([]byte, 1024)
+		_, _ = unix.Read(fds[1], buf)
+		_, _ = unix.Write(fds[1], []byte("x"))
+	}()
+	if n, err := WriteWhenReadable(f, msg); err != nil || n != len(msg) {
+		t.Fatalf("after the peer read and wrote: %d, %v", n, err)
+	}
+}

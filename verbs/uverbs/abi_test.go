@@ -3,30 +3,10 @@
 package uverbs
 
 import (
-	"encoding/binary"
-	"reflect"
 	"testing"
-)
 
-// layout returns the encoded size of v and the offset of each named field
-// (nested structs as "Outer.Inner"), as encoding/binary lays them out.
-func layout(v any) (int, map[string]int) {
-	offs := map[string]int{}
-	var walk func(t reflect.Type, base int, prefix string) int
-	walk = func(t reflect.Type, base int, prefix string) int {
-		off := base
-		for i := range t.NumField() {
-			f := t.Field(i)
-			offs[prefix+f.Name] = off
-			if f.Type.Kind() == reflect.Struct {
-				walk(f.Type, off, prefix+f.Name+".")
-			}
-			off += binary.Size(reflect.Zero(f.Type).Interface())
-		}
-		return off - base
-	}
-	return walk(reflect.TypeOf(v), 0, ""), offs
-}
+	"github.com/pvperf/pvperf/internal/abitest"
+)
 
 // TestABILayouts pins every command struct to the kernel's layout
 // (ib_user_verbs.h, offsets as the ABI reference tabulates them).
@@ -115,23 +95,6 @@ func TestABILayouts(t *testing.T) {
 		}},
 		{createAHReq{}, 56, map[string]int{"Response": 0, "UserHandle": 8, "PDHandle": 16, "Attr": 24, "Attr.IsGlobal": 53}},
 	} {
-		name := reflect.TypeOf(c.v).Name()
-		size, offs := layout(c.v)
-		if size != c.size {
-			t.Errorf("%s: size %d, want %d", name, size, c.size)
-		}
-		if bs := binary.Size(c.v); bs != c.size {
-			t.Errorf("%s: encoded size %d, want %d", name, bs, c.size)
-		}
-		for f, want := range c.offs {
-			got, ok := offs[f]
-			if !ok {
-				t.Errorf("%s: no field %s", name, f)
-				continue
-			}
-			if got != want {
-				t.Errorf("%s.%s at offset %d, want %d", name, f, got, want)
-			}
-		}
+		abitest.Check(t, abitest.Struct{V: c.v, Size: c.size, Offs: c.offs})
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pvperf/pvperf/internal/abitest"
 	"github.com/pvperf/pvperf/internal/mmio"
 	"github.com/pvperf/pvperf/internal/unix"
 	"github.com/pvperf/pvperf/verbs"
@@ -635,19 +636,7 @@ func TestPVRDMAABILayouts(t *testing.T) {
 		{pvrdmaCreateQP{}, 32, map[string]int{"RBufAddr": 0, "SBufAddr": 8, "RBufSize": 16, "SBufSize": 20, "QPAddr": 24}},
 		{pvrdmaCreateQPResp{}, 8, map[string]int{"QPN": 0, "QPHandle": 4}},
 	} {
-		name := reflect.TypeOf(c.v).Name()
-		size, offs := layout(c.v)
-		if size != c.size || binary.Size(c.v) != c.size {
-			t.Errorf("%s: size %d (encoded %d), want %d", name, size, binary.Size(c.v), c.size)
-		}
-		for f, want := range c.offs {
-			if got, ok := offs[f]; !ok || got != want {
-				t.Errorf("%s.%s at offset %d (present %v), want %d", name, f, got, ok, want)
-			}
-		}
-		if len(offs) != len(c.offs) {
-			t.Errorf("%s has %d fields, the table pins %d", name, len(offs), len(c.offs))
-		}
+		abitest.Check(t, abitest.Struct{V: c.v, Size: c.size, Offs: c.offs, All: true})
 	}
 	for name, n := range map[string]int{
 		"context": pvrdmaContextRespSize, "pd": pvrdmaPDRespSize, "cq": pvrdmaCQRespSize,
