@@ -11,6 +11,8 @@
 #   sanity       write_bw -d emu0 --loopback (the emulated device)
 #   conformance  TestConformance and TestKernelGIDTable of verbs/uverbs on
 #                rxe0
+#   rdmacm       the kernel tests of verbs/rdmacm: connections through the
+#                kernel's connection manager (rdma_ucm) to 10.77.0.1
 #   pvperf       the eight pvperf tests, pvperf client against pvperf server
 #   ref          perftest against perftest, every interop configuration
 #   interop      pvperf against perftest both ways: the eight RC tests,
@@ -47,7 +49,7 @@
 # to the guest kernel's command line.
 set -euo pipefail
 
-checks=sanity,conformance,pvperf,ref,interop,reports,side
+checks=sanity,conformance,rdmacm,pvperf,ref,interop,reports,side
 rounds=7
 limit=720
 logcopy=
@@ -197,6 +199,7 @@ if (cd "$repo" && go list ./verbs/uverbs >/dev/null 2>&1); then
 else
 	echo "not built: there is no package verbs/uverbs yet" >"$bin/uverbs.test.missing"
 fi
+(cd "$repo" && CGO_ENABLED=0 go test -c -o "$bin/rdmacm.test" ./verbs/rdmacm)
 # The clock test reports which clock the benchmark loops use in the guest.
 (cd "$repo" && CGO_ENABLED=0 go test -c -o "$bin/clock.test" ./internal/clock)
 # The checks themselves.
@@ -246,7 +249,7 @@ cp -a "$bin" "$tree/pvperf"
 # load order (a module's dependencies, last listed first, then the module).
 moddir=lib/modules/$kver
 : >"$tree/guest/modules"
-for m in crc32_generic rdma_rxe veth; do
+for m in crc32_generic rdma_rxe rdma_ucm veth; do
 	line=$(awk -v m="$m" '{ p = $1; sub(/:$/, "", p); n = p; sub(/.*\//, "", n); sub(/\.ko.*/, "", n); if (n == m) { print; exit } }' "$root/$moddir/modules.dep")
 	[ -n "$line" ] || die "module $m not in $moddir/modules.dep"
 	read -r -a order < <(awk '{ sub(/:$/, "", $1); for (i = NF; i >= 2; i--) printf "%s ", $i; print $1 }' <<<"$line")
@@ -274,7 +277,7 @@ budget=$((limit > 90 ? limit - 60 : 30))
 run=
 for c in ${checks//,/ }; do
 	case $c in
-	sanity) t=TestSanity ;; conformance) t=TestConformance ;; pvperf) t=TestPvperf ;;
+	sanity) t=TestSanity ;; conformance) t=TestConformance ;; rdmacm) t=TestRDMACM ;; pvperf) t=TestPvperf ;;
 	ref) t=TestReference ;; interop) t=TestInterop ;; reports) t=TestReports ;; side) t=TestSideBySide ;;
 	esac
 	run=${run:+$run|}$t

@@ -149,7 +149,7 @@ type queryReq struct {
 
 // rdma_ucm_query_addr_resp
 type queryAddrResp struct {
-	NodeGUID   uint64 // as the kernel keeps it: big-endian bytes read as a host u64
+	NodeGUID   [8]byte // __be64
 	PortNum    uint8
 	Reserved   uint8
 	PKey       uint16

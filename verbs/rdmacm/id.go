@@ -97,8 +97,8 @@ func (id *ID) ResolveRoute(timeout time.Duration) error {
 // AddrInfo is what the kernel says of a resolved (or bound) id.
 type AddrInfo struct {
 	// NodeGUID is the node GUID of the device the id is bound to, as
-	// sysfs shows it (big-endian bytes).
-	NodeGUID [8]byte
+	// verbs.DeviceAttr.NodeGUID gives it.
+	NodeGUID uint64
 	Port     uint8
 	PKey     uint16
 	Src, Dst netip.AddrPort
@@ -112,9 +112,7 @@ func (id *ID) QueryAddr() (AddrInfo, error) {
 	if err := id.c.exec("query address", cmdQuery, &queryReq{ID: id.id, Option: queryAddr}, 0, &r); err != nil {
 		return AddrInfo{}, err
 	}
-	info := AddrInfo{Port: r.PortNum, PKey: r.PKey, DevIndex: r.IBDevIndex}
-	// The kernel's node_guid is a __be64 copied as 8 bytes.
-	binary.LittleEndian.PutUint64(info.NodeGUID[:], r.NodeGUID)
+	info := AddrInfo{NodeGUID: binary.BigEndian.Uint64(r.NodeGUID[:]), Port: r.PortNum, PKey: r.PKey, DevIndex: r.IBDevIndex}
 	if r.SrcSize > 0 {
 		if a, err := decodeSockaddr(r.Src[:], int(r.SrcSize)); err == nil {
 			info.Src = a
@@ -309,16 +307,44 @@ type UDParam struct {
 	PrivateData []byte
 }
 
+// Errors of events.
+var (
+	// ErrRejected: the peer (or its connection manager: no listener)
+	// rejected the connection.
+	ErrRejected = errors.New("connection rejected")
+	// ErrEvent: an event other than the one expected.
+	ErrEvent = errors.New("unexpected event")
+)
+
 // Err is the event's status as an error (nil for 0): a negative errno
-// wraps that errno.
+// wraps that errno, a REJECTED event's reason wraps ErrRejected.
 func (e *Event) Err() error {
 	switch {
-	case e.Status == 0:
+	case e.Status == 0 && e.Type != EventRejected:
 		return nil
+	case e.Type == EventRejected:
+		return fmt.Errorf("rdmacm: %w (IB CM reason %d)", ErrRejected, e.Status)
 	case e.Status < 0:
 		return fmt.Errorf("rdmacm: %s: %w", EventName(e.Type), unix.Errno(-e.Status))
 	}
-	return fmt.Errorf("rdmacm: %s: reason %d", EventName(e.Type), e.Status)
+	return fmt.Errorf("rdmacm: %s: status %d", EventName(e.Type), e.Status)
+}
+
+// Expect waits for the channel's next event (as GetEvent) and returns it
+// when it is of type want with status 0; otherwise an error: the event's
+// own (a rejection, an errno), or one wrapping ErrEvent.
+func (c *Channel) Expect(ctx context.Context, ps uint16, want uint32) (Event, error) {
+	e, err := c.GetEvent(ctx, ps)
+	if err != nil {
+		return e, fmt.Errorf("%w (waiting for %s)", err, EventName(want))
+	}
+	if err := e.Err(); err != nil {
+		return e, fmt.Errorf("%w (waiting for %s)", err, EventName(want))
+	}
+	if e.Type != want {
+		return e, fmt.Errorf("rdmacm: %w: %s, waiting for %s", ErrEvent, EventName(e.Type), EventName(want))
+	}
+	return e, nil
 }
 
 // NewID is the id a CONNECT_REQUEST event created, in the port space of

@@ -235,3 +235,25 @@ func TestCheckABI(t *testing.T) {
 		}
 	}
 }
+
+// TestExpect: the expected event passes; a rejection, an error status or
+// another event is an error that says what was awaited.
+func TestExpect(t *testing.T) {
+	k := &scripted{events: [][]byte{
+		le(eventResp{Event: EventAddrResolved}),
+		le(eventResp{Event: EventRejected, Status: 28}),
+		le(eventResp{Event: EventDisconnected}),
+	}}
+	c := newScripted(t, k)
+	ctx := context.Background()
+	if _, err := c.Expect(ctx, PSTCP, EventAddrResolved); err != nil {
+		t.Error(err)
+	}
+	_, err := c.Expect(ctx, PSTCP, EventEstablished)
+	if !errors.Is(err, ErrRejected) || err.Error() != "rdmacm: connection rejected (IB CM reason 28) (waiting for ESTABLISHED)" {
+		t.Errorf("rejected: %v", err)
+	}
+	if _, err := c.Expect(ctx, PSTCP, EventEstablished); !errors.Is(err, ErrEvent) {
+		t.Errorf("disconnected: %v", err)
+	}
+}
