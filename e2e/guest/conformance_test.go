@@ -28,26 +28,35 @@ func TestConformance(t *testing.T) {
 	if !ok || tmo < 30*time.Second {
 		t.Fatalf("not run: the time budget (%s) is spent", *budgetFlag)
 	}
+	s := runTestBinary(t, bin, "TestConformance|TestKernel", tmo, "RDMA_TEST_DEVICE="+*device)
+	if s.status["TestConformance"] == "SKIP" {
+		t.Errorf("TestConformance skipped although %s exists: %s", *device, s.reason["TestConformance"])
+	}
+}
+
+// runTestBinary runs the tests of a test binary that match run, with env
+// added to the environment and tmo to run, logs its output (prefixed by
+// its name) and counts, and fails t for each failed leaf test, a time-out,
+// a failure to run or an output without results. It returns the summary.
+func runTestBinary(t *testing.T, bin, run string, tmo time.Duration, env ...string) summary {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), tmo)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-test.run", "TestConformance|TestKernel", "-test.v",
-		"-test.timeout", (tmo - 20*time.Second).String())
-	cmd.Env = append(os.Environ(), "RDMA_TEST_DEVICE="+*device)
+	cmd := exec.CommandContext(ctx, bin, "-test.run", run, "-test.v", "-test.timeout", (tmo - tmo/10).String())
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	// Its lines are prefixed, so that its own result lines are not taken
 	// for this binary's.
+	name := filepath.Base(bin)
 	var b strings.Builder
 	for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-		b.WriteString("  uverbs.test| " + l + "\n")
+		b.WriteString("  " + name + "| " + l + "\n")
 	}
-	t.Logf("%s -test.run 'TestConformance|TestKernel' -test.v\n%s", bin, b.String())
+	t.Logf("%s -test.run '%s' -test.v\n%s", bin, run, b.String())
 	s := summarize(string(out))
-	t.Logf("conformance: %d passed, %d failed, %d skipped (tests without subtests)", s.count["PASS"], s.count["FAIL"], s.count["SKIP"])
+	t.Logf("%s: %d passed, %d failed, %d skipped (tests without subtests)", name, s.count["PASS"], s.count["FAIL"], s.count["SKIP"])
 	for _, l := range s.skipped {
 		t.Log("  SKIP", l)
-	}
-	if s.status["TestConformance"] == "SKIP" {
-		t.Errorf("TestConformance skipped although %s exists: %s", *device, s.reason["TestConformance"])
 	}
 	for _, l := range s.failed {
 		t.Error("FAIL", l)
@@ -60,6 +69,7 @@ func TestConformance(t *testing.T) {
 	case len(s.order) == 0:
 		t.Error("no test result in the output")
 	}
+	return s
 }
 
 // summary is what a test binary's -test.v output says: every result, and

@@ -1,12 +1,8 @@
 package guest
 
 import (
-	"context"
 	"flag"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -29,31 +25,10 @@ func TestRDMACM(t *testing.T) {
 	if !ok {
 		t.Fatalf("not run: the time budget (%s) is spent", *budgetFlag)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), tmo)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-test.run", "TestKernel", "-test.v", "-test.timeout", (tmo - 10*time.Second).String())
-	cmd.Env = append(os.Environ(), "RDMACM_TEST_ADDR="+*rdmacmAddr)
-	out, err := cmd.CombinedOutput()
-	var b strings.Builder
-	for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-		b.WriteString("  rdmacm.test| " + l + "\n")
-	}
-	t.Logf("%s -test.run TestKernel -test.v\n%s", bin, b.String())
-	s := summarize(string(out))
-	for name, st := range s.status {
-		if st == "SKIP" {
+	s := runTestBinary(t, bin, "TestKernel", tmo, "RDMACM_TEST_ADDR="+*rdmacmAddr)
+	for _, name := range s.order {
+		if s.status[name] == "SKIP" {
 			t.Errorf("%s skipped: %s", name, s.reason[name])
 		}
-	}
-	for _, l := range s.failed {
-		t.Error("FAIL", l)
-	}
-	switch {
-	case ctx.Err() != nil:
-		t.Errorf("timed out after %s", tmo)
-	case err != nil && len(s.failed) == 0:
-		t.Errorf("%s: %v", bin, err)
-	case len(s.order) == 0:
-		t.Error("no test result in the output")
 	}
 }

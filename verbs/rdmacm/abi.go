@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+
+	"github.com/pvperf/pvperf/internal/ibabi"
 )
 
 // The rdma_cm command ABI (include/uapi/rdma/rdma_user_cm.h, ABI version
@@ -176,28 +178,11 @@ type connParam struct {
 	Valid              uint8
 }
 
-// ib_uverbs_ah_attr
-type ahAttr struct {
-	DGID         [16]byte
-	FlowLabel    uint32
-	SGIDIndex    uint8
-	HopLimit     uint8
-	TrafficClass uint8
-	Reserved     uint8
-	DLID         uint16
-	SL           uint8
-	SrcPathBits  uint8
-	StaticRate   uint8
-	IsGlobal     uint8
-	PortNum      uint8
-	Reserved2    uint8
-}
-
 // rdma_ucm_ud_param
 type udParam struct {
 	QPNum          uint32
 	QKey           uint32
-	AH             ahAttr
+	AH             ibabi.AHAttr
 	PrivateData    [maxPrivateData]byte
 	PrivateDataLen uint8
 	Reserved       [7]uint8
@@ -251,41 +236,6 @@ type initQPAttrReq struct {
 	Response uint64
 	ID       uint32
 	QPState  uint32
-}
-
-// ib_uverbs_qp_attr: INIT_QP_ATTR's response.
-type qpAttr struct {
-	Mask             uint32
-	QPState          uint32
-	CurQPState       uint32
-	PathMTU          uint32
-	PathMigState     uint32
-	QKey             uint32
-	RQPSN            uint32
-	SQPSN            uint32
-	DestQPNum        uint32
-	AccessFlags      uint32
-	AH               ahAttr
-	AltAH            ahAttr
-	MaxSendWR        uint32
-	MaxRecvWR        uint32
-	MaxSendSGE       uint32
-	MaxRecvSGE       uint32
-	MaxInlineData    uint32
-	PKeyIndex        uint16
-	AltPKeyIndex     uint16
-	EnSQDAsyncNotify uint8
-	SQDraining       uint8
-	MaxRdAtomic      uint8
-	MaxDestRdAtomic  uint8
-	MinRNRTimer      uint8
-	PortNum          uint8
-	Timeout          uint8
-	RetryCnt         uint8
-	RNRRetry         uint8
-	AltPortNum       uint8
-	AltTimeout       uint8
-	Reserved         [5]uint8
 }
 
 // rdma_ucm_get_event

@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/pvperf/pvperf/internal/ibabi"
 	"github.com/pvperf/pvperf/internal/unix"
 	"github.com/pvperf/pvperf/verbs"
 )
@@ -242,41 +243,12 @@ func (id *ID) setOption(name uint32, val []byte) error {
 // InitQPAttr asks the kernel for the attributes that move the id's QP to
 // state, for the QP's Modify.
 func (id *ID) InitQPAttr(state verbs.QPState) (verbs.QPAttr, verbs.QPAttrMask, error) {
-	var r qpAttr
+	var r ibabi.QPAttr
 	if err := id.c.exec("init qp attributes", cmdInitQPAttr, &initQPAttrReq{ID: id.id, QPState: uint32(state)}, 0, &r); err != nil {
 		return verbs.QPAttr{}, 0, err
 	}
-	a, m := r.verbs()
+	a, m := r.Verbs()
 	return a, m, nil
-}
-
-// verbs converts the kernel's attributes to package verbs' (the mask bits
-// are the same).
-func (r *qpAttr) verbs() (verbs.QPAttr, verbs.QPAttrMask) {
-	a := verbs.QPAttr{
-		State: verbs.QPState(r.QPState), CurState: verbs.QPState(r.CurQPState), PathMTU: verbs.MTU(r.PathMTU),
-		QKey: r.QKey, RQPSN: r.RQPSN, SQPSN: r.SQPSN, DestQPN: r.DestQPNum, Access: verbs.Access(r.AccessFlags),
-		Cap: verbs.QPCap{
-			MaxSendWR: int(r.MaxSendWR), MaxRecvWR: int(r.MaxRecvWR), MaxSendSGE: int(r.MaxSendSGE),
-			MaxRecvSGE: int(r.MaxRecvSGE), MaxInlineData: int(r.MaxInlineData),
-		},
-		AH:        r.AH.verbs(),
-		PKeyIndex: r.PKeyIndex, SQDrainNotify: r.EnSQDAsyncNotify != 0, SQDraining: r.SQDraining != 0,
-		MaxRdAtomic: r.MaxRdAtomic, MaxDestRdAtomic: r.MaxDestRdAtomic, MinRNRTimer: r.MinRNRTimer,
-		Port: r.PortNum, Timeout: r.Timeout, RetryCnt: r.RetryCnt, RNRRetry: r.RNRRetry,
-	}
-	return a, verbs.QPAttrMask(r.Mask)
-}
-
-func (h *ahAttr) verbs() verbs.AHAttr {
-	return verbs.AHAttr{
-		GRH: verbs.GRH{
-			DGID: verbs.GID(h.DGID), FlowLabel: h.FlowLabel, SGIDIndex: h.SGIDIndex,
-			HopLimit: h.HopLimit, TrafficClass: h.TrafficClass,
-		},
-		DLID: h.DLID, SL: h.SL, SrcPathBits: h.SrcPathBits, StaticRate: h.StaticRate,
-		IsGlobal: h.IsGlobal != 0, Port: h.PortNum,
-	}
 }
 
 // Event is an event of the connection manager.
@@ -295,8 +267,6 @@ type Event struct {
 	// peer's QP, Q_Key and address (UD's ESTABLISHED).
 	Conn ConnParam
 	UD   UDParam
-	// ps is the port space of the channel's id the event is for.
-	ps uint16
 }
 
 // UDParam is what a datagram peer answered (SIDR).
@@ -397,13 +367,13 @@ func decodeEvent(b []byte, ps uint16) (Event, error) {
 	if _, err := binary.Decode(b, binary.LittleEndian, &r); err != nil {
 		return Event{}, fmt.Errorf("rdmacm: event: %w", err)
 	}
-	e := Event{Type: r.Event, Status: int32(r.Status), UID: r.UID, ID: r.ID, ps: ps}
+	e := Event{Type: r.Event, Status: int32(r.Status), UID: r.UID, ID: r.ID}
 	if ps == PSUDP {
 		var u udParam
 		if _, err := binary.Decode(r.Param[:], binary.LittleEndian, &u); err != nil {
 			return Event{}, fmt.Errorf("rdmacm: event: %w", err)
 		}
-		e.UD = UDParam{QPNum: u.QPNum, QKey: u.QKey, AH: u.AH.verbs(),
+		e.UD = UDParam{QPNum: u.QPNum, QKey: u.QKey, AH: u.AH.Verbs(),
 			PrivateData: append([]byte(nil), u.PrivateData[:min(int(u.PrivateDataLen), maxPrivateData)]...)}
 		return e, nil
 	}

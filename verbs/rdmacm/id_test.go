@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvperf/pvperf/internal/ibabi"
 	"github.com/pvperf/pvperf/internal/unix"
 	"github.com/pvperf/pvperf/verbs"
 )
@@ -158,7 +159,7 @@ func TestEvents(t *testing.T) {
 	copy(cp.PrivateData[:], "abc")
 	copy(req.Param[:], le(cp))
 	ud := eventResp{UID: 2, ID: 4, Event: EventEstablished}
-	copy(ud.Param[:], le(udParam{QPNum: 0x61, QKey: 0x11111111, AH: ahAttr{DGID: [16]byte{0xfe, 0x80}, IsGlobal: 1, PortNum: 1, SGIDIndex: 3}}))
+	copy(ud.Param[:], le(udParam{QPNum: 0x61, QKey: 0x11111111, AH: ibabi.AHAttr{DGID: [16]byte{0xfe, 0x80}, IsGlobal: 1, PortNum: 1, SGIDIndex: 3}}))
 	fail := eventResp{UID: 3, ID: 5, Event: EventAddrError, Status: uint32(0xffffffff - 110 + 1)} // -ETIMEDOUT
 	k := &scripted{events: [][]byte{le(req), le(ud), le(fail)}}
 	c := newScripted(t, k)
@@ -189,9 +190,9 @@ func TestEvents(t *testing.T) {
 // TestInitQPAttr: the kernel's attributes become package verbs' with the
 // same mask.
 func TestInitQPAttr(t *testing.T) {
-	r := qpAttr{Mask: uint32(verbs.AttrState | verbs.AttrAV | verbs.AttrPathMTU | verbs.AttrDestQPN | verbs.AttrRQPSN),
+	r := ibabi.QPAttr{Mask: uint32(verbs.AttrState | verbs.AttrAV | verbs.AttrPathMTU | verbs.AttrDestQPN | verbs.AttrRQPSN),
 		QPState: uint32(verbs.StateRTR), PathMTU: uint32(verbs.MTU1024), DestQPNum: 0x77, RQPSN: 0x123456,
-		AH: ahAttr{DGID: [16]byte{15: 9}, HopLimit: 64, IsGlobal: 1, PortNum: 1}, MaxDestRdAtomic: 16}
+		AH: ibabi.AHAttr{DGID: [16]byte{15: 9}, HopLimit: 64, IsGlobal: 1, PortNum: 1}, MaxDestRdAtomic: 16}
 	k := &scripted{resps: map[uint32][]byte{cmdInitQPAttr: le(r)}}
 	c := newScripted(t, k)
 	id := &ID{c: c, id: 2}

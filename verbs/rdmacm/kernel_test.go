@@ -128,6 +128,45 @@ func (e *endpoint) poll(t *testing.T) verbs.WC {
 	return verbs.WC{}
 }
 
+// resolve is the active side up to the connect: an id on c resolved to
+// addr (address and route), and an endpoint on its device whose QP is in
+// INIT.
+func resolve(ctx context.Context, t *testing.T, c *Channel, addr netip.AddrPort) (*ID, *endpoint) {
+	t.Helper()
+	id, err := c.CreateID(PSTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := id.ResolveAddr(netip.AddrPort{}, addr, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Expect(ctx, PSTCP, EventAddrResolved); err != nil {
+		t.Fatal(err)
+	}
+	info, err := id.QueryAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("resolved %v to device %016x port %d (index %d), source %v", addr, info.NodeGUID, info.Port, info.DevIndex, info.Src)
+	if info.Dst != addr || info.Port == 0 {
+		t.Errorf("query: %+v", info)
+	}
+	if err := id.ResolveRoute(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Expect(ctx, PSTCP, EventRouteResolved); err != nil {
+		t.Fatal(err)
+	}
+	e, err := newEndpoint(t, info.NodeGUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := move(id, e.qp, verbs.StateInit); err != nil {
+		t.Fatal(err)
+	}
+	return id, e
+}
+
 // TestKernelConnect connects two RC QPs through the kernel's connection
 // manager as perftest's -R does (QPs of the program's own, moved with the
 // kernel's attributes), sends a message over the connection, and
@@ -170,37 +209,7 @@ func TestKernelConnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cc.Close()
-	id, err := cc.CreateID(PSTCP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := id.ResolveAddr(netip.AddrPort{}, addr, 2*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cc.Expect(ctx, PSTCP, EventAddrResolved); err != nil {
-		t.Fatal(err)
-	}
-	info, err := id.QueryAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("client: resolved %v to device %016x port %d (index %d), source %v", addr, info.NodeGUID, info.Port, info.DevIndex, info.Src)
-	if info.Dst != addr || info.Port == 0 {
-		t.Errorf("query: %+v", info)
-	}
-	if err := id.ResolveRoute(2 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cc.Expect(ctx, PSTCP, EventRouteResolved); err != nil {
-		t.Fatal(err)
-	}
-	e, err := newEndpoint(t, info.NodeGUID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := move(id, e.qp, verbs.StateInit); err != nil {
-		t.Fatal(err)
-	}
+	id, e := resolve(ctx, t, cc, addr)
 	if err := id.Connect(ConnParam{QPNum: e.qp.Num(), PrivateData: []byte("pvperf"), ResponderResources: 1,
 		InitiatorDepth: 1, RetryCount: 7, RNRRetryCount: 7}); err != nil {
 		t.Fatal(err)
@@ -307,34 +316,8 @@ func TestKernelNoListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	id, err := c.CreateID(PSTCP)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, e := resolve(ctx, t, c, addr)
 	defer id.Destroy()
-	if err := id.ResolveAddr(netip.AddrPort{}, addr, 2*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Expect(ctx, PSTCP, EventAddrResolved); err != nil {
-		t.Fatal(err)
-	}
-	if err := id.ResolveRoute(2 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Expect(ctx, PSTCP, EventRouteResolved); err != nil {
-		t.Fatal(err)
-	}
-	info, err := id.QueryAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := newEndpoint(t, info.NodeGUID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := move(id, e.qp, verbs.StateInit); err != nil {
-		t.Fatal(err)
-	}
 	if err := id.Connect(ConnParam{QPNum: e.qp.Num(), RetryCount: 7, RNRRetryCount: 7}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,8 @@
 
 package uverbs
 
+import "github.com/pvperf/pvperf/internal/ibabi"
+
 // The uverbs command ABI (include/uapi/rdma/ib_user_verbs.h): every struct a
 // command writes or reads, declared field by field with explicit padding so
 // that its encoding with encoding/binary (little-endian, no implicit
@@ -341,29 +343,12 @@ type querySRQResp struct {
 	Reserved uint32
 }
 
-// ib_uverbs_ah_attr
-type ahAttr struct {
-	DGID         [16]byte
-	FlowLabel    uint32
-	SGIDIndex    uint8
-	HopLimit     uint8
-	TrafficClass uint8
-	Reserved     uint8
-	DLID         uint16
-	SL           uint8
-	SrcPathBits  uint8
-	StaticRate   uint8
-	IsGlobal     uint8
-	PortNum      uint8
-	Reserved2    uint8
-}
-
 type createAHReq struct {
 	Response   uint64
 	UserHandle uint64
 	PDHandle   uint32
 	Reserved   uint32
-	Attr       ahAttr
+	Attr       ibabi.AHAttr
 }
 
 // ib_uverbs_async_event_desc and ib_uverbs_comp_event_desc.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/pvperf/pvperf/internal/ibabi"
 	"github.com/pvperf/pvperf/internal/mmio"
 	"github.com/pvperf/pvperf/internal/unix"
 	"github.com/pvperf/pvperf/verbs"
@@ -644,12 +645,7 @@ func (rxe) createAH(pd *PD, attr verbs.AHAttr) (verbs.AH, error) {
 	if !attr.IsGlobal {
 		return nil, verbs.Errorf(unix.EINVAL, "RoCE address handles need a GRH (is_global)")
 	}
-	a := dest(&attr)
-	req := createAHReq{PDHandle: pd.handle, Attr: ahAttr{
-		DGID: a.DGID, FlowLabel: a.FlowLabel, SGIDIndex: a.SGIDIndex, HopLimit: a.HopLimit,
-		TrafficClass: a.TrafficClass, DLID: a.DLID, SL: a.SL, SrcPathBits: a.SrcPathBits,
-		StaticRate: a.StaticRate, IsGlobal: 1, PortNum: a.PortNum,
-	}}
+	req := createAHReq{PDHandle: pd.handle, Attr: ibabi.FromVerbs(&attr)}
 	var r handleOnly
 	drv := make([]byte, rxeAHRespBytes)
 	if err := c.exec(cmdCreateAH, &req, nil, &r, drv); err != nil {
