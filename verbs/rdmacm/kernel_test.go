@@ -58,6 +58,7 @@ func openByGUID(t *testing.T, guid uint64) (verbs.Context, error) {
 
 // endpoint is one side's verbs resources for a connection.
 type endpoint struct {
+	ctx verbs.Context
 	pd  verbs.PD
 	cq  verbs.CQ
 	qp  verbs.QP
@@ -68,11 +69,16 @@ type endpoint struct {
 // newEndpoint makes an RC QP and a registered buffer on the device with
 // node GUID guid, closed when the test ends.
 func newEndpoint(t *testing.T, guid uint64) (*endpoint, error) {
+	return newTypedEndpoint(t, guid, verbs.RC)
+}
+
+// newTypedEndpoint is newEndpoint with a QP of type typ.
+func newTypedEndpoint(t *testing.T, guid uint64, typ verbs.QPType) (*endpoint, error) {
 	ctx, err := openByGUID(t, guid)
 	if err != nil {
 		return nil, err
 	}
-	e := &endpoint{}
+	e := &endpoint{ctx: ctx}
 	if e.pd, err = ctx.AllocPD(); err != nil {
 		return nil, err
 	}
@@ -81,7 +87,7 @@ func newEndpoint(t *testing.T, guid uint64) (*endpoint, error) {
 		return nil, err
 	}
 	t.Cleanup(func() { e.cq.Close() })
-	if e.qp, err = e.pd.CreateQP(verbs.QPInit{Type: verbs.RC, SendCQ: e.cq, RecvCQ: e.cq,
+	if e.qp, err = e.pd.CreateQP(verbs.QPInit{Type: typ, SendCQ: e.cq, RecvCQ: e.cq,
 		Cap: verbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}); err != nil {
 		return nil, err
 	}
@@ -326,4 +332,169 @@ func TestKernelNoListener(t *testing.T) {
 	if !errors.Is(err, ErrRejected) {
 		t.Errorf("got %v, want a rejection", err)
 	}
+}
+
+// readyUD moves a UD QP to RTS as librdmacm does: INIT with the kernel's
+// attributes (port, P_Key index and the id's Q_Key, which it returns),
+// then RTR and RTS with the state alone (and the send PSN). The Q_Key is
+// the kernel's default for the UDP port space (RDMA_UDP_QKEY): a service
+// reply with another one fails (cma_set_qkey).
+func readyUD(id *ID, qp verbs.QP) (uint32, error) {
+	a, m, err := id.InitQPAttr(verbs.StateInit)
+	if err != nil {
+		return 0, err
+	}
+	if err := qp.Modify(&a, m); err != nil {
+		return 0, fmt.Errorf("modify to INIT: %w", err)
+	}
+	if err := qp.Modify(&verbs.QPAttr{State: verbs.StateRTR}, verbs.AttrState); err != nil {
+		return 0, fmt.Errorf("modify to RTR: %w", err)
+	}
+	if err := qp.Modify(&verbs.QPAttr{State: verbs.StateRTS}, verbs.AttrState|verbs.AttrSQPSN); err != nil {
+		return 0, fmt.Errorf("modify to RTS: %w", err)
+	}
+	return a.QKey, nil
+}
+
+// TestKernelUD resolves a datagram service through the connection
+// manager (SIDR, port space UDP, as perftest's -R -c UD): the client
+// learns the server's QP number, Q_Key and address, and sends it a
+// datagram.
+func TestKernelUD(t *testing.T) {
+	addr := netip.AddrPortFrom(kernelAddr(t), 18602)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sc, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	lis, err := sc.CreateID(PSUDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Destroy()
+	if err := lis.Bind(addr); err != nil {
+		t.Fatal(err)
+	}
+	if err := lis.Listen(1); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		msg string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		msg, err := serveUD(ctx, t, sc)
+		done <- result{msg, err}
+	}()
+
+	cc, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	id, err := cc.CreateID(PSUDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer id.Destroy()
+	if err := id.ResolveAddr(netip.AddrPort{}, addr, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cc.Expect(ctx, PSUDP, EventAddrResolved); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.ResolveRoute(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cc.Expect(ctx, PSUDP, EventRouteResolved); err != nil {
+		t.Fatal(err)
+	}
+	info, err := id.QueryAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := newTypedEndpoint(t, info.NodeGUID, verbs.UD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qkey, err := readyUD(id, e.qp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := id.Connect(ConnParam{QPNum: e.qp.Num(), QKey: qkey, PrivateData: []byte("pvperf")}); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := cc.Expect(ctx, PSUDP, EventEstablished)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("server: QP %#x, Q_Key %#x, address %+v", ev.UD.QPNum, ev.UD.QKey, ev.UD.AH)
+	if ev.UD.QPNum == 0 || ev.UD.QKey != qkey || !ev.UD.AH.IsGlobal {
+		t.Fatalf("UD parameters %+v", ev.UD)
+	}
+	ah, err := e.pd.CreateAH(ev.UD.AH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ah.Close()
+	copy(e.buf, "a datagram")
+	if _, err := e.qp.PostSend([]verbs.SendWR{{Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
+		SGL: []verbs.SGE{{Addr: e.mr.Addr(), Length: 10, LKey: e.mr.LKey()}},
+		AH:  ah, RemoteQPN: ev.UD.QPNum, RemoteQKey: ev.UD.QKey}}); err != nil {
+		t.Fatal(err)
+	}
+	e.poll(t)
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.msg != "a datagram" {
+		t.Errorf("server received %q", r.msg)
+	}
+}
+
+// serveUD is the server of TestKernelUD: it answers one service request
+// and returns the datagram it then receives (after the 40-byte GRH).
+func serveUD(ctx context.Context, t *testing.T, c *Channel) (string, error) {
+	ev, err := c.Expect(ctx, PSUDP, EventConnectRequest)
+	if err != nil {
+		return "", err
+	}
+	if !bytes.HasPrefix(ev.UD.PrivateData, []byte("pvperf")) {
+		return "", fmt.Errorf("service request %+v", ev.UD)
+	}
+	id := c.NewID(&ev, PSUDP)
+	defer id.Destroy()
+	info, err := id.QueryAddr()
+	if err != nil {
+		return "", err
+	}
+	e, err := newTypedEndpoint(t, info.NodeGUID, verbs.UD)
+	if err != nil {
+		return "", err
+	}
+	qkey, err := readyUD(id, e.qp)
+	if err != nil {
+		return "", err
+	}
+	if _, err := e.qp.PostRecv([]verbs.RecvWR{{SGL: []verbs.SGE{{Addr: e.mr.Addr(), Length: 40 + 64, LKey: e.mr.LKey()}}}}); err != nil {
+		return "", err
+	}
+	if err := id.Accept(ConnParam{QPNum: e.qp.Num(), QKey: qkey}); err != nil {
+		return "", err
+	}
+	wc := make([]verbs.WC, 1)
+	var n int
+	for n == 0 && ctx.Err() == nil {
+		if n, err = e.cq.Poll(wc); err != nil {
+			return "", err
+		}
+	}
+	if err := errors.Join(ctx.Err(), wc[0].Err()); err != nil {
+		return "", err
+	}
+	return string(e.buf[40:wc[0].ByteLen]), nil
 }
