@@ -72,7 +72,7 @@ case $rounds in '' | *[!0-9]* | 0) echo "guest-test: -r needs a positive number"
 case $limit in '' | *[!0-9]* | 0) echo "guest-test: -t needs a positive number of seconds" >&2; exit 2 ;; esac
 for c in ${checks//,/ }; do
 	case $c in
-	sanity | conformance | pvperf | ref | interop | reports | side) ;;
+	sanity | conformance | rdmacm | pvperf | ref | interop | reports | side) ;;
 	*) echo "guest-test: unknown check group in -c: $c" >&2; exit 2 ;;
 	esac
 done

@@ -291,6 +291,7 @@ mkdir -p "$bin"
 (cd "$repo" && CGO_ENABLED=0 go build -ldflags='-s -w' -o "$bin/madmux" ./internal/cmd/madmux) || die "go build madmux failed"
 (cd "$repo" && CGO_ENABLED=0 go test -c -ldflags='-s -w' -o "$bin/uverbs.test" ./verbs/uverbs) || die "go test -c ./verbs/uverbs failed"
 (cd "$repo" && CGO_ENABLED=0 go test -c -ldflags='-s -w' -o "$bin/guest.test" ./e2e/guest) || die "go test -c ./e2e/guest failed"
+(cd "$repo" && CGO_ENABLED=0 go test -c -ldflags='-s -w' -o "$bin/clock.test" ./internal/clock) || die "go test -c ./internal/clock failed"
 ls -l "$bin" | tail -n +2
 
 # --- 5. root file systems ----------------------------------------------------
@@ -366,7 +367,7 @@ pv=$root/usr/lib/x86_64-linux-gnu/libibverbs/libvmw_pvrdma-rdmav34.so
 put_with_libs "$l2" "$pv" "${pv#"$root"}" "$libpath"
 put "$l2" "$root/etc/libibverbs.d/vmw_pvrdma.driver" /etc/libibverbs.d/vmw_pvrdma.driver
 mkdir -p "$l2/pvperf"
-cp "$bin/pvperf" "$bin/uverbs.test" "$bin/guest.test" "$l2/pvperf/"
+cp "$bin/pvperf" "$bin/uverbs.test" "$bin/guest.test" "$bin/clock.test" "$l2/pvperf/"
 for t in write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat atomic_lat devinfo; do
 	ln -s pvperf "$l2/pvperf/$t"
 done

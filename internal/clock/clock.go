@@ -1,11 +1,13 @@
 package clock
 
 import (
+	"fmt"
 	"math/bits"
 	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	_ "unsafe" // for go:linkname
 )
 
@@ -56,28 +58,71 @@ func Now() int64 {
 // once; only the first call measures.
 func Calibrate() bool {
 	calOnce.Do(func() {
-		if !haveTicks {
-			return
-		}
-		trusted := kernelUsesTSC()
-		if !trusted && readCost() < slowClock {
-			return
-		}
-		c, ok := measure()
-		if !ok {
-			return
-		}
-		if !trusted {
-			c2, ok := measure()
-			if !ok || c2.mult > c.mult+c.mult/1000 || c2.mult < c.mult-c.mult/1000 {
-				return // the rate changed by more than 0.1 %
-			}
-			c = c2
-		}
-		cal.Store(&c)
+		how := calibrate()
+		source.Store(&how)
 	})
 	return cal.Load() != nil
 }
+
+// source says which clock Now reads and why.
+var source atomic.Pointer[string]
+
+// Source says which clock Now reads and why ("" before Calibrate): the
+// checks in guests print it.
+func Source() string {
+	if s := source.Load(); s != nil {
+		return *s
+	}
+	return ""
+}
+
+// calibrate is Calibrate's measurement; it returns what it decided.
+func calibrate() string {
+	if !haveTicks {
+		return "runtime clock: no time-stamp counter on this architecture"
+	}
+	if kernelUsesTSC() {
+		c, gap, ok := measure(trustedPairGap, trustedWindow)
+		if !ok {
+			return fmt.Sprintf("runtime clock: the counter could not be measured (clock readings %v apart)", time.Duration(gap))
+		}
+		cal.Store(&c)
+		return fmt.Sprintf("time-stamp counter at %.3f MHz (the kernel's clocksource is tsc)", c.mhz())
+	}
+	cost := readCost()
+	if cost < slowClock {
+		return fmt.Sprintf("runtime clock: a reading costs %v and the kernel does not keep time with the counter", time.Duration(cost))
+	}
+	c, gap, ok := measure(slowPairGap, slowWindow)
+	if !ok {
+		return fmt.Sprintf("runtime clock (%v a reading): the counter could not be measured (clock readings %v apart)", time.Duration(cost), time.Duration(gap))
+	}
+	c2, _, ok := measure(slowPairGap, slowWindow)
+	if !ok || c2.mult > c.mult+c.mult/slowTolerance || c2.mult < c.mult-c.mult/slowTolerance {
+		return fmt.Sprintf("runtime clock (%v a reading): the counter's rate changed between two measurements (%.3f, then %.3f MHz)", time.Duration(cost), c.mhz(), c2.mhz())
+	}
+	cal.Store(&c2)
+	return fmt.Sprintf("time-stamp counter at %.3f MHz (the kernel's clock costs %v a reading; measured twice, clock readings %v apart)", c2.mhz(), time.Duration(cost), time.Duration(gap))
+}
+
+// Where the kernel keeps time with the counter, a measurement pairs clock
+// readings at most trustedPairGap apart and lasts trustedWindow times the
+// pairing's gap (a rate to 0.02 %). Where the kernel's clock is a slow
+// system call (an emulated HPET: microseconds in a guest, milliseconds in
+// a guest nested in another), readings may be slowPairGap apart and a
+// measurement lasts slowWindow times the gap (a rate to 0.2 %); two must
+// agree to within 1/slowTolerance (1 %), which a counter tied to executed
+// instructions would not.
+const (
+	trustedPairGap = 20_000 // ns
+	trustedWindow  = 5000
+	slowPairGap    = 2_000_000 // ns
+	slowWindow     = 500
+	slowTolerance  = 100
+)
+
+// mhz is the counter's rate.
+func (c *calibration) mhz() float64 { return float64(uint64(1)<<32) / float64(c.mult) * 1000 }
 
 // slowClock is the cost of a reading of the runtime's clock from which the
 // kernel's clock is taken to be a system call rather than a vDSO read.
@@ -93,27 +138,30 @@ func readCost() int64 {
 	return (nanotime() - t0) / n
 }
 
-// measure compares the counter with the runtime's clock over a window long
-// enough for the clock's reading error to be below 0.02 % of it.
-func measure() (calibration, bool) {
-	t0, n0, gap, ok := pair()
+// measure compares the counter with the runtime's clock over a window of
+// windowGaps times the gap between the clock readings that bracket a
+// counter reading (at least minWindow), so that the reading error is
+// 1/windowGaps of the window. It fails when no two readings were less than
+// maxGap apart; gap is the smallest seen.
+func measure(maxGap, windowGaps int64) (c calibration, gap int64, ok bool) {
+	t0, n0, gap, ok := pair(maxGap)
 	if !ok {
-		return calibration{}, false
+		return calibration{}, gap, false
 	}
-	window := max(minWindow, 5000*gap)
+	window := max(minWindow, windowGaps*gap)
 	for nanotime()-n0 < window {
 	}
-	t1, n1, _, ok := pair()
+	t1, n1, _, ok := pair(maxGap)
 	if !ok || t1 <= t0 {
-		return calibration{}, false
+		return calibration{}, gap, false
 	}
 	// mult = (n1-n0) * 2^32 / (t1-t0)
 	hi, lo := bits.Mul64(uint64(n1-n0), 1<<32)
 	if hi >= t1-t0 {
-		return calibration{}, false // slower than 1 tick per 2^32 ns: not a usable counter
+		return calibration{}, gap, false // slower than 1 tick per 2^32 ns: not a usable counter
 	}
 	mult, _ := bits.Div64(hi, lo, t1-t0)
-	return calibration{baseTicks: t1, baseNS: n1, mult: mult}, true
+	return calibration{baseTicks: t1, baseNS: n1, mult: mult}, gap, true
 }
 
 const minWindow = 5_000_000 // ns
@@ -121,9 +169,9 @@ const minWindow = 5_000_000 // ns
 // pair reads the counter and the runtime clock at (nearly) the same
 // instant: the counter between two clock readings, the closest of a few
 // tries, so that a preemption between the readings cannot skew the rate.
-// It fails when no two readings were less than maxPairGap apart.
-func pair() (t uint64, ns, gap int64, ok bool) {
-	gap = maxPairGap + 1
+// It fails when no two readings were less than maxGap apart.
+func pair(maxGap int64) (t uint64, ns, gap int64, ok bool) {
+	gap = maxGap + 1
 	for range 16 {
 		a := nanotime()
 		tt := ticks()
@@ -132,10 +180,8 @@ func pair() (t uint64, ns, gap int64, ok bool) {
 			gap, t, ns = b-a, tt, a+(b-a)/2
 		}
 	}
-	return t, ns, gap, gap <= maxPairGap
+	return t, ns, gap, gap <= maxGap
 }
-
-const maxPairGap = 20_000 // ns
 
 func kernelUsesTSC() bool {
 	b, err := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource")

@@ -163,7 +163,8 @@ func (p *ConnParam) encode() (connParam, error) {
 
 // Connect sends a connection request (RC) or a service ID resolution
 // request (UD) carrying p: the id's next event is CONNECT_RESPONSE (the
-// QP is the program's: move it to RTR and RTS, then Establish),
+// QP is the program's: move it to RTR and RTS, then Establish, which ends
+// the handshake),
 // ESTABLISHED (UD), REJECTED, UNREACHABLE or CONNECT_ERROR.
 func (id *ID) Connect(p ConnParam) error {
 	cp, err := p.encode()
@@ -185,8 +186,9 @@ func (id *ID) Accept(p ConnParam) error {
 }
 
 // Establish completes an active connection whose QP the program moved to
-// RTS after CONNECT_RESPONSE (librdmacm's rdma_establish): the kernel sends
-// the RTU, and the id's next event is ESTABLISHED.
+// RTS after CONNECT_RESPONSE (what librdmacm does before it reports
+// ESTABLISHED): the kernel sends the RTU. No ESTABLISHED event follows on
+// this side; the connection is up when Establish returns.
 func (id *ID) Establish() error {
 	return id.c.exec("establish", cmdAccept, &acceptReq{UID: id.UID, ID: id.id}, -1, nil)
 }

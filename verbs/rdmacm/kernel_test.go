@@ -92,7 +92,12 @@ func newTypedEndpoint(t *testing.T, guid uint64, typ verbs.QPType) (*endpoint, e
 		return nil, err
 	}
 	t.Cleanup(func() { e.qp.Close() })
-	e.buf = make([]byte, 4096)
+	mem, err := ctx.AllocMemory(4096)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { mem.Close() })
+	e.buf = mem.Bytes()
 	if e.mr, err = e.pd.RegMR(e.buf, verbs.AccessLocalWrite); err != nil {
 		return nil, err
 	}
@@ -226,10 +231,10 @@ func TestKernelConnect(t *testing.T) {
 	if err := move(id, e.qp, verbs.StateRTR, verbs.StateRTS); err != nil {
 		t.Fatal(err)
 	}
+	// The RTU: the connection is established on this side (the kernel
+	// sends no ESTABLISHED to an active side whose QP it does not own;
+	// librdmacm turns CONNECT_RESPONSE into ESTABLISHED itself).
 	if err := id.Establish(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cc.Expect(ctx, PSTCP, EventEstablished); err != nil {
 		t.Fatal(err)
 	}
 	copy(e.buf, "hello over rdma_cm")
