@@ -328,7 +328,7 @@ func TestKernelNoListener(t *testing.T) {
 	}
 	defer c.Close()
 	id, e := resolve(ctx, t, c, addr)
-	defer id.Destroy()
+	defer func() { _, _ = id.Destroy() }()
 	if err := id.Connect(ConnParam{QPNum: e.qp.Num(), RetryCount: 7, RNRRetryCount: 7}); err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +378,7 @@ func TestKernelUD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lis.Destroy()
+	defer func() { _, _ = lis.Destroy() }()
 	if err := lis.Bind(addr); err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +404,7 @@ func TestKernelUD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer id.Destroy()
+	defer func() { _, _ = id.Destroy() }()
 	if err := id.ResolveAddr(netip.AddrPort{}, addr, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +472,7 @@ func serveUD(ctx context.Context, t *testing.T, c *Channel) (string, error) {
 		return "", fmt.Errorf("service request %+v", ev.UD)
 	}
 	id := c.NewID(&ev, PSUDP)
-	defer id.Destroy()
+	defer func() { _, _ = id.Destroy() }()
 	info, err := id.QueryAddr()
 	if err != nil {
 		return "", err
