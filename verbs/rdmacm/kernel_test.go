@@ -178,6 +178,35 @@ func resolve(ctx context.Context, t *testing.T, c *Channel, addr netip.AddrPort)
 	return id, e
 }
 
+// channel opens an event channel, closed when the test ends.
+func channel(t *testing.T) *Channel {
+	t.Helper()
+	c, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// listen makes an id of port space ps on a channel of its own listen on
+// addr.
+func listen(t *testing.T, ps uint16, addr netip.AddrPort, backlog int) (*Channel, *ID) {
+	t.Helper()
+	c := channel(t)
+	lis, err := c.CreateID(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lis.Bind(addr); err != nil {
+		t.Fatal(err)
+	}
+	if err := lis.Listen(backlog); err != nil {
+		t.Fatal(err)
+	}
+	return c, lis
+}
+
 // TestKernelConnect connects two RC QPs through the kernel's connection
 // manager as perftest's -R does (QPs of the program's own, moved with the
 // kernel's attributes), sends a message over the connection, and
@@ -187,21 +216,7 @@ func TestKernelConnect(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	sc, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
-	lis, err := sc.CreateID(PSTCP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lis.Bind(addr); err != nil {
-		t.Fatal(err)
-	}
-	if err := lis.Listen(4); err != nil {
-		t.Fatal(err)
-	}
+	sc, lis := listen(t, PSTCP, addr, 4)
 
 	// The server side, in a goroutine: accept one connection, receive one
 	// message, wait for the disconnection.
@@ -215,11 +230,7 @@ func TestKernelConnect(t *testing.T) {
 		done <- result{msg, err}
 	}()
 
-	cc, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
+	cc := channel(t)
 	id, e := resolve(ctx, t, cc, addr)
 	if err := id.Connect(ConnParam{QPNum: e.qp.Num(), PrivateData: []byte("pvperf"), ResponderResources: 1,
 		InitiatorDepth: 1, RetryCount: 7, RNRRetryCount: 7}); err != nil {
@@ -322,17 +333,13 @@ func TestKernelNoListener(t *testing.T) {
 	addr := netip.AddrPortFrom(kernelAddr(t), 18601)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := channel(t)
 	id, e := resolve(ctx, t, c, addr)
 	defer func() { _, _ = id.Destroy() }()
 	if err := id.Connect(ConnParam{QPNum: e.qp.Num(), RetryCount: 7, RNRRetryCount: 7}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Expect(ctx, PSTCP, EventEstablished)
+	_, err := c.Expect(ctx, PSTCP, EventEstablished)
 	t.Logf("connect to %v: %v", addr, err)
 	if !errors.Is(err, ErrRejected) {
 		t.Errorf("got %v, want a rejection", err)
@@ -369,22 +376,8 @@ func TestKernelUD(t *testing.T) {
 	addr := netip.AddrPortFrom(kernelAddr(t), 18602)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	sc, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
-	lis, err := sc.CreateID(PSUDP)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc, lis := listen(t, PSUDP, addr, 1)
 	defer func() { _, _ = lis.Destroy() }()
-	if err := lis.Bind(addr); err != nil {
-		t.Fatal(err)
-	}
-	if err := lis.Listen(1); err != nil {
-		t.Fatal(err)
-	}
 	type result struct {
 		msg string
 		err error
@@ -395,11 +388,7 @@ func TestKernelUD(t *testing.T) {
 		done <- result{msg, err}
 	}()
 
-	cc, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
+	cc := channel(t)
 	id, err := cc.CreateID(PSUDP)
 	if err != nil {
 		t.Fatal(err)
