@@ -128,6 +128,9 @@ func (e *endpoint) newSender(m *msgPlan) *sender {
 				w.AH = e.ahs[i]
 				w.RemoteQPN = e.rem[i].QPN
 				w.RemoteQKey = defQKey
+				if e.udQPN != nil {
+					w.RemoteQPN, w.RemoteQKey = e.udQPN[i], e.udQKey[i]
+				}
 			}
 			if m.inline {
 				w.Flags |= verbs.SendInline

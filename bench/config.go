@@ -9,8 +9,11 @@ import (
 
 // Defaults shared by the command line and the engine (perftest.md §2.2).
 const (
-	DefaultPort         = 18515
-	DefaultQPTimeout    = 14
+	DefaultPort      = 18515
+	DefaultQPTimeout = 14
+	// DefaultRetryCount is --retry_count's default: the retry counts of the
+	// connection manager's connections (-z, -R).
+	DefaultRetryCount   = 7
 	DefaultCQMod        = 100
 	DefaultBWTxDepth    = 128
 	DefaultLatTxDepth   = 1
@@ -45,6 +48,16 @@ type Config struct {
 	BindSourceIP string // --bind_source_ip
 	Version      string // protocol version advertised to the peer
 	PeerTimeout  time.Duration
+	// RdmaCM (-R) connects the test's QPs through the connection manager
+	// and implies CMExchange (-z): the out-of-band exchange runs over an
+	// RC QP the connection manager connects, not TCP. CM is the
+	// connection manager of the device (internal/cli sets it); TOS (-T,
+	// -1 = unset) and RetryCount (--retry_count) go to its ids.
+	RdmaCM     bool
+	CMExchange bool
+	CM         verbs.CM
+	TOS        int
+	RetryCount int
 
 	// Device and addressing.
 	Device     string // -d; "" = first device

@@ -43,6 +43,10 @@ type endpoint struct {
 	srq    verbs.SRQ
 	qps    []verbs.QP
 	ahs    []verbs.AH
+	// udQPN and udQKey, with -R, are the UD peers the connection
+	// manager gave (in place of the keys' QPN and perftest's Q_Key).
+	udQPN  []uint32
+	udQKey []uint32
 	my     []perftest.Dest
 	rem    []perftest.Dest
 }
@@ -260,6 +264,10 @@ func (e *endpoint) setup() error {
 		}
 		if e.qps[i], err = e.pd.CreateQP(init); err != nil {
 			return fmt.Errorf("Couldn't create QP: %w", err)
+		}
+		// With -R the connection manager's attributes move the QP.
+		if cfg.RdmaCM {
+			continue
 		}
 		if err := e.toInit(e.qps[i]); err != nil {
 			return fmt.Errorf("Failed to modify QP to INIT: %w", err)

@@ -60,6 +60,11 @@ func (s *session) fillTestInfo() {
 	ti.Duration = cfg.Duration > 0
 	ti.ReportUnsorted = cfg.ReportUnsorted
 	ti.ReportHistogram = cfg.ReportHistogram
+	ti.RdmaCMQPs = cfg.RdmaCM
+	ti.RdmaCMExchange = cfg.RdmaCM || cfg.CMExchange
+	if cfg.RdmaCM && cfg.TOS >= 0 {
+		ti.TOS = cfg.TOS
+	}
 	s.ti = ti
 
 	info := reports.NewRunInfo(cfg.TestName(), &ti)

@@ -60,11 +60,14 @@ func (s *session) exchangeKeys(sends bool) error {
 			return err
 		}
 	}
-	if verbs.GID(s.ep.my[0].GID).IsV4Mapped() != verbs.GID(s.ep.rem[0].GID).IsV4Mapped() && s.kf == oob.KeyGID {
-		return fail(nil, "\n Found Incompatibility issue with GID types.\n Please Try to use a different IP version.\n\n")
-	}
-	if err := s.ep.connect(sends); err != nil {
-		return fail(err, " "+err.Error()+"\n", " Unable to Connect the HCA's through the link\n")
+	// With -R the connection manager has connected the QPs.
+	if !cfg.RdmaCM {
+		if verbs.GID(s.ep.my[0].GID).IsV4Mapped() != verbs.GID(s.ep.rem[0].GID).IsV4Mapped() && s.kf == oob.KeyGID {
+			return fail(nil, "\n Found Incompatibility issue with GID types.\n Please Try to use a different IP version.\n\n")
+		}
+		if err := s.ep.connect(sends); err != nil {
+			return fail(err, " "+err.Error()+"\n", " Unable to Connect the HCA's through the link\n")
+		}
 	}
 	if recvVerb {
 		if err := s.barrier(); err != nil {

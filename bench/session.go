@@ -33,6 +33,8 @@ type session struct {
 	plan    plan
 	ti      reports.TestInfo
 	kf      oob.KeyFormat
+	// cm is the connection manager's state with -z and -R.
+	cm cmState
 	// rec holds every measured row once; info describes the run in
 	// pvperf's results model. The text, the JSON, CSV and HTML files and
 	// the Run that Run returns are views of them.
@@ -105,11 +107,17 @@ func (s *session) run(ctx context.Context) (err error) {
 	outer := ctx
 	defer func() {
 		s.waitDestroy(outer)
+		s.closeCM()
 		if cerr := s.ep.close(); cerr != nil && err == nil {
 			err = fail(cerr, "Failed to destroy resources\n")
 		}
 	}()
-	if err := s.connect(ctx); err != nil {
+	if cfg.CMExchange || cfg.RdmaCM {
+		err = s.connectCM(ctx)
+	} else {
+		err = s.connect(ctx)
+	}
+	if err != nil {
 		return err
 	}
 	defer s.conn.Close()
@@ -124,6 +132,14 @@ func (s *session) run(ctx context.Context) (err error) {
 	}
 	if err := s.chooseGID(); err != nil {
 		return err
+	}
+	if cfg.CMExchange || cfg.RdmaCM {
+		s.kf = oob.KeyRaw
+	}
+	if cfg.RdmaCM {
+		if err := s.connectQPsCM(ctx); err != nil {
+			return err
+		}
 	}
 	s.ep.localDests()
 	s.fillTestInfo()

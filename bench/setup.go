@@ -65,8 +65,7 @@ func (s *session) connect(ctx context.Context) error {
 			// The banner comes once the port listens, so a client
 			// started on seeing it finds the server.
 			if s.full() {
-				ti := reports.TestInfo{Server: true, Output: perftest.OutputFull}
-				_ = reports.WriteWaitingBanner(s.out, &ti)
+				s.printWaitingBanner()
 			}
 			if s.ready != nil {
 				s.ready(ln.Addr().Port)
@@ -89,6 +88,13 @@ func (s *session) connect(ctx context.Context) error {
 		return fail(err, msg, " Unable to init the socket connection\n")
 	}
 	return nil
+}
+
+// printWaitingBanner prints perftest's "Waiting for client to connect"
+// box.
+func (s *session) printWaitingBanner() {
+	ti := reports.TestInfo{Server: true, Output: perftest.OutputFull}
+	_ = reports.WriteWaitingBanner(s.out, &ti)
 }
 
 // watchPeer cancels the test when the peer closes the connection while no

@@ -2,7 +2,11 @@
 
 package devices
 
-import "github.com/pvperf/pvperf/verbs"
+import (
+	"fmt"
+
+	"github.com/pvperf/pvperf/verbs"
+)
 
 // Kernel RDMA devices and the emulator (which shares memory between
 // processes with Linux futexes) exist on Linux only: elsewhere there is no
@@ -11,3 +15,8 @@ var (
 	kernelDevices = func() ([]verbs.Device, error) { return nil, nil }
 	emuDevices    = func() ([]verbs.Device, error) { return nil, nil }
 )
+
+// CM fails: there is no connection manager but on Linux.
+func CM(dev verbs.Device) (verbs.CM, error) {
+	return nil, fmt.Errorf("devices: connection manager for %s: %w", dev.Name(), verbs.ErrNotSupported)
+}

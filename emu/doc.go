@@ -89,6 +89,32 @@
 // followed by the IPv4 header. Atomic operations act on the responder's
 // memory in host byte order and return the original value in host order.
 //
+// # Connection manager
+//
+// NewCM returns a connection manager (verbs.CM) for the emulated devices
+// with the kernel rdma_cm's call sequences, QP attributes and errors, so
+// that a program connects its QPs the same way on kernel and emulated
+// devices (docs/rdmacm.md). Its messages (REQ, REP, RTU, REJ, DREQ, DREP,
+// SIDR_REQ, SIDR_REP; cmmsg.go gives the format) travel over TCP: a
+// listener listens on its bound address and port, an active id connects to
+// its destination. A loopback address resolves to the first emulated
+// device, any other to the device whose GID table holds the local address
+// that routes to it. A refused TCP connection is the IB CM's rejection
+// "no listener" (reason 8); a peer silent for CMResponseTimeout is
+// verbs.ErrCMTimeout. It differs from the kernel's in that:
+//
+//   - the TCP and UDP port spaces share TCP ports, and Bind already
+//     listens (requests before Listen wait instead of being rejected);
+//   - peers on other hosts can connect, but only peers on this host can
+//     exchange data: the data path is memcpy between processes of one host;
+//   - a peer that closes its TCP connection in the middle of a handshake
+//     fails the call at once with an error wrapping io.ErrUnexpectedEOF;
+//   - an active id's source port is its TCP connection's, known after
+//     Connect;
+//   - datagram rejections wrap verbs.ErrRejected (the kernel reports them
+//     as UNREACHABLE), and WaitDisconnected on a datagram id fails at once;
+//   - the RTS attributes' default ACK timeout is CMDefaultAckTimeout.
+//
 // # Concurrency and close order
 //
 // All objects are safe for concurrent use. Close them children first: QPs,

@@ -12,7 +12,11 @@
 #   conformance  TestConformance and TestKernelGIDTable of verbs/uverbs on
 #                rxe0
 #   rdmacm       the kernel tests of verbs/rdmacm: connections through the
-#                kernel's connection manager (rdma_ucm) to 10.77.0.1
+#                kernel's connection manager (rdma_ucm) to 10.77.0.1; then
+#                -R between pvperf and perftest both ways and pvperf
+#                against itself (write_bw, send_bw, read_bw, send_lat,
+#                write_lat, send_bw -c UD, write_bw -q 4), and no cm_id
+#                left in the kernel after them
 #   pvperf       the eight pvperf tests, pvperf client against pvperf server
 #   ref          perftest against perftest, every interop configuration
 #   interop      pvperf against perftest both ways: the eight RC tests,
@@ -277,7 +281,7 @@ budget=$((limit > 90 ? limit - 60 : 30))
 run=
 for c in ${checks//,/ }; do
 	case $c in
-	sanity) t=TestSanity ;; conformance) t=TestConformance ;; rdmacm) t=TestRDMACM ;; pvperf) t=TestPvperf ;;
+	sanity) t=TestSanity ;; conformance) t=TestConformance ;; rdmacm) t='TestRDMACM|TestRDMACMInterop' ;; pvperf) t=TestPvperf ;;
 	ref) t=TestReference ;; interop) t=TestInterop ;; reports) t=TestReports ;; side) t=TestSideBySide ;;
 	esac
 	run=${run:+$run|}$t

@@ -206,6 +206,9 @@ func (c *Conn) write(step string, b []byte) error {
 }
 
 func (c *Conn) read(step string, b []byte) error {
+	if mc, ok := c.nc.(MessageConn); ok {
+		return c.readMessage(mc, step, b)
+	}
 	n, err := io.ReadFull(c.nc, b)
 	if err == nil {
 		return nil
@@ -214,6 +217,19 @@ func (c *Conn) read(step string, b []byte) error {
 		err = fmt.Errorf("got %d of %d bytes: %w", n, len(b), err)
 	}
 	return c.ioError(step, "read", err)
+}
+
+// readMessage reads one message of exactly len(b) bytes.
+func (c *Conn) readMessage(mc MessageConn, step string, b []byte) error {
+	n, err := mc.ReadMessage(b)
+	if err != nil {
+		return c.ioError(step, "read", err)
+	}
+	if n != len(b) {
+		return &ExchangeError{Step: step, Op: "read", Server: c.role == Server, Data: b[:n],
+			Err: fmt.Errorf("a message of %d bytes, want %d: %w", n, len(b), ErrMalformed)}
+	}
+	return nil
 }
 
 // ioError classifies an I/O error.
@@ -350,6 +366,9 @@ func (c *Conn) Negotiate(local *Params) (*Params, error) {
 // ctx_hand_shake) in format f, and returns the peer's key. Both sides must
 // use the same format.
 func (c *Conn) Handshake(f KeyFormat, local perftest.Dest) (perftest.Dest, error) {
+	if f == KeyRaw {
+		return c.rawHandshake(local)
+	}
 	out, err := MarshalKey(&local, f)
 	if err != nil {
 		return perftest.Dest{}, err
@@ -361,6 +380,55 @@ func (c *Conn) Handshake(f KeyFormat, local perftest.Dest) (perftest.Dest, error
 	remote, err := parseKey(in, f)
 	if err != nil {
 		return perftest.Dest{}, &ExchangeError{Step: stepKey, Op: "decode", Server: c.role == Server, Data: in, Err: err}
+	}
+	return remote, nil
+}
+
+// rawHandshake is Handshake over the rdma_cm exchange: this side sends
+// the layout its peer's version reads, and reads the peer's own, of
+// either size.
+func (c *Conn) rawHandshake(local perftest.Dest) (perftest.Dest, error) {
+	mc, ok := c.nc.(MessageConn)
+	if !ok {
+		return perftest.Dest{}, fmt.Errorf("oob: exchange %s: raw keys need a message connection: %w", stepKey, ErrIncompatible)
+	}
+	if err := c.needVersion(stepKey); err != nil {
+		return perftest.Dest{}, err
+	}
+	out, err := MarshalRawKey(&local, rawKeySizeFor(c.remoteV))
+	if err != nil {
+		return perftest.Dest{}, err
+	}
+	if err := c.setDeadline(stepKey); err != nil {
+		return perftest.Dest{}, err
+	}
+	var in [RawKeySize + 1]byte
+	var n int
+	read := func() error {
+		var err error
+		if n, err = mc.ReadMessage(in[:]); err != nil {
+			return c.ioError(stepKey, "read", err)
+		}
+		return nil
+	}
+	if c.role == Client {
+		if err := c.write(stepKey, out); err != nil {
+			return perftest.Dest{}, err
+		}
+		if err := read(); err != nil {
+			return perftest.Dest{}, err
+		}
+	} else {
+		if err := read(); err != nil {
+			return perftest.Dest{}, err
+		}
+		if err := c.write(stepKey, out); err != nil {
+			return perftest.Dest{}, err
+		}
+	}
+	remote, err := parseRawKey(in[:n])
+	if err != nil {
+		return perftest.Dest{}, &ExchangeError{Step: stepKey, Op: "decode", Server: c.role == Server, Data: in[:n], Err: err}
 	}
 	return remote, nil
 }

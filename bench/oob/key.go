@@ -58,6 +58,8 @@ func (f KeyFormat) Size() int {
 		return 76
 	case KeyGIDDV:
 		return 125
+	case KeyRaw:
+		return RawKeySize
 	}
 	return 0
 }
@@ -72,6 +74,8 @@ func (f KeyFormat) String() string {
 		return "plain+dv"
 	case KeyGIDDV:
 		return "gid+dv"
+	case KeyRaw:
+		return "raw"
 	}
 	return fmt.Sprintf("KeyFormat(%d)", uint8(f))
 }
@@ -80,7 +84,7 @@ func (f KeyFormat) String() string {
 // ethernet_write_keys sprintf()s it, NUL included. It fails if QPN or PSN
 // do not fit in 24 bits (perftest would then overflow its buffer).
 func MarshalKey(k *perftest.Dest, f KeyFormat) ([]byte, error) {
-	if f.Size() == 0 {
+	if f.Size() == 0 || f == KeyRaw {
 		return nil, fmt.Errorf("oob: encode key: unknown format %d: %w", uint8(f), ErrMalformed)
 	}
 	if k.QPN > 0xffffff || k.PSN > 0xffffff {

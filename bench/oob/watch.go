@@ -8,5 +8,8 @@ import "github.com/pvperf/pvperf/internal/unix"
 // peer is gone: perftest would wait forever, pvperf stops. It must not run
 // concurrently with an exchange.
 func WaitPeerClosed(c *Conn, done <-chan struct{}) bool {
+	if w, ok := c.nc.(PeerWatcher); ok {
+		return w.WaitPeerClosed(done)
+	}
 	return unix.WaitPeerClosed(c.nc, done)
 }

@@ -68,7 +68,7 @@ func (p pair) run() pairResult {
 	sended := false
 	// Wait for the server to listen.
 	deadline := time.Now().Add(*listenTimeout)
-	for !listening(*port) {
+	for !p.ready() {
 		if time.Now().After(deadline) {
 			res.err = fmt.Errorf("server not listening on port %d after %s", *port, *listenTimeout)
 			break
@@ -193,6 +193,33 @@ func (p pair) check(t *testing.T) {
 // listening reports whether a TCP socket of this host listens on port:
 // a line of /proc/net/tcp or tcp6 whose local port is port and whose state
 // is 0A (LISTEN).
+// ready tells whether the server listens: on TCP, or with rdma_cm (-z,
+// -R) in the connection manager.
+func (p pair) ready() bool {
+	for _, a := range p.args {
+		if a == "-R" || a == "-z" || a == "--rdma_cm" || a == "--comm_rdma_cm" {
+			return cmListening(*port)
+		}
+	}
+	return listening(*port)
+}
+
+// cmListening tells whether an rdma_cm id listens on port, from iproute2's
+// "rdma resource show cm_id".
+func cmListening(port int) bool {
+	out, err := exec.Command("rdma", "resource", "show", "cm_id").CombinedOutput()
+	if err != nil {
+		return false
+	}
+	suffix := fmt.Sprintf(":%d", port)
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "LISTEN") && (strings.Contains(line, suffix+" ") || strings.HasSuffix(line, suffix)) {
+			return true
+		}
+	}
+	return false
+}
+
 func listening(port int) bool {
 	suffix := fmt.Sprintf(":%04X", port)
 	for _, name := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {

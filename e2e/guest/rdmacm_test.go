@@ -2,7 +2,9 @@ package guest
 
 import (
 	"flag"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,4 +33,41 @@ func TestRDMACM(t *testing.T) {
 			t.Errorf("%s skipped: %s", name, s.reason[name])
 		}
 	}
+}
+
+// cmInterop are the -R configurations pvperf and perftest run against
+// each other.
+var cmInterop = []struct{ test, opts string }{
+	{"write_bw", "-R"}, {"send_bw", "-R"}, {"read_bw", "-R"}, {"send_lat", "-R"}, {"write_lat", "-R"},
+	{"send_bw", "-R -c UD"}, {"write_bw", "-R -q 4"},
+}
+
+// TestRDMACMInterop runs pvperf against perftest with -R, both ways, and
+// pvperf against itself, then checks that the kernel keeps no id of
+// theirs.
+func TestRDMACMInterop(t *testing.T) {
+	needDevice(t)
+	for _, c := range cmInterop {
+		for _, dir := range []struct {
+			name           string
+			server, client string
+		}{
+			{"pvperf", pv(c.test), pv(c.test)},
+			{"pvperf_server", pv(c.test), pt(c.test)},
+			{"perftest_server", pt(c.test), pv(c.test)},
+		} {
+			t.Run(interopName(c.test, c.opts)+"/"+dir.name, func(t *testing.T) {
+				pair{server: dir.server, client: dir.client, args: args(c.opts), serverRow: serverReports(c.test)}.check(t)
+			})
+		}
+	}
+	t.Run("no_ids_left", func(t *testing.T) {
+		out, err := exec.Command("rdma", "resource", "show", "cm_id").CombinedOutput()
+		if err != nil {
+			t.Fatalf("rdma resource show cm_id: %v: %s", err, out)
+		}
+		if s := strings.TrimSpace(string(out)); s != "" {
+			t.Errorf("ids left behind:\n%s", s)
+		}
+	})
 }

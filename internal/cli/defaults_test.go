@@ -29,6 +29,8 @@ func base(test string) bench.Config {
 		NumQPs:       1,
 		Inline:       -1,
 		JSONFile:     "perftest_out.json",
+		TOS:          -1,
+		RetryCount:   7,
 	}
 }
 

@@ -124,7 +124,18 @@ func (p *parser) forceDependencies() error {
 		fmt.Fprint(p.stderr, " CPU Utilization works only with Duration mode.\n")
 	}
 
-	if p.tos != -1 {
+	if c.RdmaCM {
+		c.CMExchange = true
+		if c.Connection == perftest.UC {
+			return p.depErrOut(" UC is not supported in librdmacm\n")
+		}
+		// perftest's server learns a UD client's address from a first
+		// datagram; pvperf does not send or take it yet.
+		if c.Connection == perftest.UD && (lat || c.Bidirectional) {
+			return p.exitErr(" -R/--rdma_cm with UD runs unidirectional bandwidth tests only in pvperf (the UD address message of latency and bidirectional tests is not implemented)\n")
+		}
+	}
+	if p.tos != -1 && !c.RdmaCM {
 		return p.stdoutExit(" TOS only valid for rdma_cm based QP and RawEth QP \n")
 	}
 	if p.hopLimit != 64 {

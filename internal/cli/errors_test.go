@@ -212,13 +212,25 @@ func TestFirstErrorWins(t *testing.T) {
 	}{
 		{"-q 2 -q 3", " Multiple QPs only available on bw tests\n" + PF},
 		{"-b --foo", " Bidirectional is only available in BW test\n" + PF},
-		{"-R -b", " -R/--rdma_cm is not supported by pvperf (" + whyRDMACM + ")\n" + PF},
+		{"-g -b", " -g/--mcg is not supported by pvperf (" + whyMcast + ")\n" + PF},
 		{"-s 0 -s 1", " Message Size should be between 1 and 2147483647\n" + PF},
 	}
 	for _, c := range cases {
 		r := parse(t, "send_lat", c.args)
 		if r.err == nil || r.stderr != c.stderr {
 			t.Errorf("send_lat %s: stderr %q, want %q", c.args, r.stderr, c.stderr)
+		}
+	}
+	// pvperf's refusals of -R's combinations.
+	for _, c := range []struct{ test, args, stdout, stderr string }{
+		{"send_bw", "-R -c UC", " UC is not supported in librdmacm\n", ""},
+		{"send_lat", "-R -c UD", "", "-R/--rdma_cm with UD runs unidirectional bandwidth tests only"},
+		{"send_bw", "-R -c UD -b", "", "-R/--rdma_cm with UD runs unidirectional bandwidth tests only"},
+		{"write_bw", "--tos 3", " TOS only valid for rdma_cm based QP and RawEth QP \n", ""},
+	} {
+		r := parse(t, c.test, c.args)
+		if r.err == nil || !strings.Contains(r.stdout, c.stdout) || !strings.Contains(r.stderr, c.stderr) {
+			t.Errorf("%s %s: err %v, stdout %q, stderr %q", c.test, c.args, r.err, r.stdout, r.stderr)
 		}
 	}
 	// -h and -V end the parse: what follows is not looked at.

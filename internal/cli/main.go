@@ -49,6 +49,15 @@ func MainContext(ctx context.Context, test string, args []string, stdout, stderr
 		return 1
 	}
 	cfg.PvperfVersion = Version
+	if cfg.CMExchange || cfg.RdmaCM {
+		m, err := devices.CM(dev)
+		if err != nil {
+			fmt.Fprintf(stderr, " %v\n Unable to create RDMA_CM resources\n", err)
+			return 1
+		}
+		defer m.Close()
+		cfg.CM = m
+	}
 	if _, err := bench.Run(ctx, cfg, dev, stdout, stderr); err != nil {
 		fmt.Fprint(stderr, bench.PerftestMessage(err))
 		return 1

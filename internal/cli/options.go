@@ -72,7 +72,6 @@ type optTable struct {
 // Reasons for rejecting options, shared by families of them.
 const (
 	whyRawEth     = "raw Ethernet tests are not part of pvperf"
-	whyRDMACM     = "rdma_cm is not available: pvperf connects queue pairs over its TCP exchange"
 	whyMcast      = "multicast is not implemented"
 	whyDualPort   = "dual-port mode is not implemented"
 	whyAccel      = "accelerator and device memory are not supported: buffers are host memory from the device"
@@ -233,10 +232,20 @@ func options() *optTable {
 		return nil
 	}})
 	unsup("mcg", 'g', false, whyMcast, relSend)
-	unsup("comm_rdma_cm", 'z', false, whyRDMACM, nil)
-	unsup("rdma_cm", 'R', false, whyRDMACM, nil)
+	add(&opt{long: "comm_rdma_cm", short: 'z', set: func(p *parser, _ string) error {
+		p.cfg.CMExchange = true
+		return nil
+	}})
+	add(&opt{long: "rdma_cm", short: 'R', set: func(p *parser, _ string) error {
+		p.cfg.RdmaCM = true
+		return nil
+	}})
 	add(&opt{long: "tos", short: 'T', arg: true, set: func(p *parser, v string) error {
-		return p.intRange(v, "TOS", 0, 255, &p.tos)
+		if err := p.intRange(v, "TOS", 0, 255, &p.tos); err != nil {
+			return err
+		}
+		p.cfg.TOS = p.tos
+		return nil
 	}})
 	add(&opt{long: "hop_limit", short: 'L', arg: true, set: func(p *parser, v string) error {
 		return p.intRange(v, "Hop Limit", 0, 255, &p.hopLimit)
@@ -457,7 +466,7 @@ func options() *optTable {
 		}
 		return nil
 	}})
-	add(&opt{long: "retry_count", arg: true, noop: "it sets rdma_cm's retry count, and pvperf does not use rdma_cm",
+	add(&opt{long: "retry_count", arg: true,
 		set: func(p *parser, v string) error {
 			n, err := p.checkValue(v, "Retry Count", "int")
 			if err != nil {
@@ -466,6 +475,7 @@ func options() *optTable {
 			if int32(n) < 0 {
 				return p.parserFail(" %s must be non-negative %s\n", "Retry Count", "int")
 			}
+			p.cfg.RetryCount = int(int32(n))
 			return nil
 		}})
 	unsup("dont_xchg_versions", 0, false,

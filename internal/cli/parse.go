@@ -127,6 +127,8 @@ func newParser(spec testSpec, prog string, stdout, stderr io.Writer) *parser {
 	}
 	c.DynamicPolling = true
 	c.PollBatch = 16
+	c.TOS = -1
+	c.RetryCount = bench.DefaultRetryCount
 	return p
 }
 

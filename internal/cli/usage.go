@@ -130,7 +130,7 @@ func writeUsage(w io.Writer, prog string, t testSpec, verb perftest.Verb, tbl *o
 		u.opt("tx-depth", "  -t, --tx-depth=<dep> ", fmt.Sprintf(" Size of tx queue (default %d)", bench.DefaultBWTxDepth))
 	}
 	u.opt("tos", "  -T, --tos=<tos value> ",
-		" Set <tos_value> to RDMA-CM QPs. available only with -R flag. values 0-256 (default off) [needs -R: not supported by pvperf]")
+		" Set <tos_value> to RDMA-CM QPs. available only with -R flag. values 0-256 (default off)")
 	u.opt("qp-timeout", "  -u, --qp-timeout=<timeout> ",
 		fmt.Sprintf(" QP timeout, timeout value is 4 usec * 2 ^(timeout), default %d", bench.DefaultQPTimeout))
 	if lat {

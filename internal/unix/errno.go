@@ -11,21 +11,24 @@ import (
 // Errno values used across the project, so that callers need not import
 // syscall or x/sys/unix to test for them with errors.Is.
 const (
-	EACCES       = unix.EACCES
-	EADDRINUSE   = unix.EADDRINUSE
-	EAGAIN       = unix.EAGAIN
-	EBUSY        = unix.EBUSY
-	ECONNREFUSED = unix.ECONNREFUSED
-	EEXIST       = unix.EEXIST
-	EFAULT       = unix.EFAULT
-	EINVAL       = unix.EINVAL
-	ENODEV       = unix.ENODEV
-	ENOENT       = unix.ENOENT
-	ENOMEM       = unix.ENOMEM
-	ENOSPC       = unix.ENOSPC
-	ENOTSUP      = unix.EOPNOTSUPP
-	EPERM        = unix.EPERM
-	ETIMEDOUT    = unix.ETIMEDOUT
+	EACCES        = unix.EACCES
+	EADDRINUSE    = unix.EADDRINUSE
+	EADDRNOTAVAIL = unix.EADDRNOTAVAIL
+	EAGAIN        = unix.EAGAIN
+	EBUSY         = unix.EBUSY
+	ECONNREFUSED  = unix.ECONNREFUSED
+	EEXIST        = unix.EEXIST
+	EFAULT        = unix.EFAULT
+	EHOSTUNREACH  = unix.EHOSTUNREACH
+	EINVAL        = unix.EINVAL
+	ENODEV        = unix.ENODEV
+	ENETUNREACH   = unix.ENETUNREACH
+	ENOENT        = unix.ENOENT
+	ENOMEM        = unix.ENOMEM
+	ENOSPC        = unix.ENOSPC
+	ENOTSUP       = unix.EOPNOTSUPP
+	EPERM         = unix.EPERM
+	ETIMEDOUT     = unix.ETIMEDOUT
 )
 
 // Errno is the type of the errno values above.

@@ -282,25 +282,73 @@ type UDParam struct {
 // Errors of events.
 var (
 	// ErrRejected: the peer (or its connection manager: no listener)
-	// rejected the connection.
-	ErrRejected = errors.New("connection rejected")
+	// rejected the connection. It is verbs.ErrRejected.
+	ErrRejected = verbs.ErrRejected
 	// ErrEvent: an event other than the one expected.
 	ErrEvent = errors.New("unexpected event")
 )
 
+// Reject reasons of the IB CM that the kernel's REJECTED events carry.
+const (
+	RejectInvalidServiceID = 8  // no listener on the port (or of another port space)
+	RejectConsumer         = 28 // the peer's program rejected the request
+)
+
+// rejectReason describes an IB CM reject reason.
+func rejectReason(r int32) string {
+	switch r {
+	case RejectInvalidServiceID:
+		return "no listener on the port"
+	case RejectConsumer:
+		return "rejected by the peer"
+	}
+	return ""
+}
+
 // Err is the event's status as an error (nil for 0): a negative errno
-// wraps that errno, a REJECTED event's reason wraps ErrRejected.
+// wraps that errno, a REJECTED event's reason (or an UNREACHABLE event's
+// positive SIDR status) wraps ErrRejected. Time-outs (-ETIMEDOUT, and
+// UNREACHABLE with a negative errno) also wrap verbs.ErrCMTimeout; an address with
+// no route or no RDMA device also wraps verbs.ErrUnreachable.
 func (e *Event) Err() error {
 	switch {
-	case e.Status == 0 && e.Type != EventRejected:
+	case e.Status == 0 && e.Type != EventRejected && e.Type != EventUnreachable:
 		return nil
 	case e.Type == EventRejected:
+		if d := rejectReason(e.Status); d != "" {
+			return fmt.Errorf("rdmacm: %w (IB CM reason %d: %s)", ErrRejected, e.Status, d)
+		}
 		return fmt.Errorf("rdmacm: %w (IB CM reason %d)", ErrRejected, e.Status)
 	case e.Status < 0:
-		return fmt.Errorf("rdmacm: %s: %w", EventName(e.Type), unix.Errno(-e.Status))
+		errno := unix.Errno(-e.Status)
+		var class error
+		switch {
+		case errno == unix.ETIMEDOUT || e.Type == EventUnreachable:
+			class = verbs.ErrCMTimeout
+		case errno == unix.ENETUNREACH || errno == unix.EHOSTUNREACH || errno == unix.ENODEV || errno == unix.EADDRNOTAVAIL:
+			class = verbs.ErrUnreachable
+		}
+		if class != nil {
+			return fmt.Errorf("rdmacm: %s: %w", EventName(e.Type), classified{errno, class})
+		}
+		return fmt.Errorf("rdmacm: %s: %w", EventName(e.Type), errno)
+	case e.Type == EventUnreachable:
+		// A datagram service's refusal: the SIDR reply's status (1: no
+		// listener on the port, 2: rejected by the peer).
+		return fmt.Errorf("rdmacm: %s: %w (SIDR status %d)", EventName(e.Type), ErrRejected, e.Status)
 	}
 	return fmt.Errorf("rdmacm: %s: status %d", EventName(e.Type), e.Status)
 }
+
+// classified is an errno that also matches a class of verbs' errors; its
+// text is the errno's.
+type classified struct {
+	errno unix.Errno
+	class error
+}
+
+func (c classified) Error() string   { return c.errno.Error() }
+func (c classified) Unwrap() []error { return []error{c.errno, c.class} }
 
 // Expect waits for the channel's next event (as GetEvent) and returns it
 // when it is of type want with status 0; otherwise an error: the event's

@@ -251,7 +251,7 @@ func TestExpect(t *testing.T) {
 		t.Error(err)
 	}
 	_, err := c.Expect(ctx, PSTCP, EventEstablished)
-	if !errors.Is(err, ErrRejected) || err.Error() != "rdmacm: connection rejected (IB CM reason 28) (waiting for ESTABLISHED)" {
+	if !errors.Is(err, ErrRejected) || err.Error() != "rdmacm: connection rejected (IB CM reason 28: rejected by the peer) (waiting for ESTABLISHED)" {
 		t.Errorf("rejected: %v", err)
 	}
 	if _, err := c.Expect(ctx, PSTCP, EventEstablished); !errors.Is(err, ErrEvent) {
