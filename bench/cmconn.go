@@ -202,8 +202,11 @@ func (c *cmConn) WaitPeerClosed(done <-chan struct{}) bool {
 		case <-ctx.Done():
 		}
 	}()
+	// Only the end of the connection counts: an error of the wait (the
+	// connection manager's channel failing) leaves the peer's fate to the
+	// exchanges' timeouts.
 	err := c.id.WaitDisconnected(ctx)
-	return ctx.Err() == nil && (err == nil || !errors.Is(err, context.Canceled))
+	return err == nil && ctx.Err() == nil
 }
 
 func (c *cmConn) Close() error {

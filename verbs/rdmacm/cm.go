@@ -371,7 +371,8 @@ func (x *cmID) Disconnect() error               { return x.id.Disconnect() }
 func (x *cmID) WaitDisconnected(ctx context.Context) error {
 	for {
 		e, err := x.expect(ctx, "wait disconnected", EventDisconnected)
-		if errors.Is(err, ErrEvent) && e.Type == EventTimewaitExit {
+		// Neither ends a connection: a late ESTABLISHED, TIMEWAIT_EXIT.
+		if errors.Is(err, ErrEvent) && (e.Type == EventTimewaitExit || e.Type == EventEstablished) {
 			continue
 		}
 		return err
