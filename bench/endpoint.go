@@ -55,46 +55,13 @@ type endpoint struct {
 // and target slots n..2n-1), in units of BUFF_SIZE.
 func (e *endpoint) slot(i int) uint64 { return e.mr.Addr() + uint64(i*e.plan.bufSize) }
 
-// gidScore ranks a GID as perftest's automatic choice does: address family
-// first, then global scope, then the RoCE version.
-func gidScore(g verbs.GIDEntry, preferIPv6 bool) int {
-	if g.GID.IsZero() {
-		return -1
-	}
-	score := 0
-	v4 := g.GID.IsV4Mapped()
-	if preferIPv6 != v4 {
-		score += 100
-	}
-	linkLocal := g.GID.IsLinkLocal()
-	if v4 {
-		a := g.GID.Addr().As4()
-		linkLocal = a[0] == 169 && a[1] == 254
-	}
-	if !linkLocal {
-		score += 10
-	}
-	switch g.Type {
-	case verbs.GIDTypeRoCEv2:
-		score += 2
-	case verbs.GIDTypeRoCEv1:
-		score++
-	}
-	return score
-}
-
 // bestGID returns perftest's automatic GID index for a port.
 func bestGID(ctx verbs.Context, port int, preferIPv6 bool) (int, error) {
 	table, err := ctx.GIDTable(port)
 	if err != nil {
 		return -1, err
 	}
-	best, bestScore := -1, -1
-	for _, g := range table {
-		if s := gidScore(g, preferIPv6); s > bestScore {
-			best, bestScore = g.Index, s
-		}
-	}
+	best := verbs.BestGID(table, preferIPv6)
 	if best < 0 {
 		return -1, errors.New("no usable GID")
 	}

@@ -44,40 +44,7 @@ func (v *cmDev) gidIndex(a netip.Addr) int {
 // bestGID returns the index of the GID perftest would choose on its own:
 // of the address family asked for, then not link-local, then of the
 // higher RoCE version.
-func (v *cmDev) bestGID(preferIPv6 bool) int {
-	best, bestScore := -1, -1
-	for _, e := range v.gids {
-		if s := cmGIDScore(e, preferIPv6); s > bestScore {
-			best, bestScore = e.Index, s
-		}
-	}
-	return best
-}
-
-func cmGIDScore(e verbs.GIDEntry, preferIPv6 bool) int {
-	if e.GID.IsZero() {
-		return -1
-	}
-	score := 0
-	v4 := e.GID.IsV4Mapped()
-	if v4 != preferIPv6 {
-		score += 100
-	}
-	linkLocal := e.GID.IsLinkLocal()
-	if v4 {
-		linkLocal = e.GID.Addr().IsLinkLocalUnicast()
-	}
-	if !linkLocal {
-		score += 10
-	}
-	switch e.Type {
-	case verbs.GIDTypeRoCEv2:
-		score += 2
-	case verbs.GIDTypeRoCEv1:
-		score++
-	}
-	return score
-}
+func (v *cmDev) bestGID(preferIPv6 bool) int { return verbs.BestGID(v.gids, preferIPv6) }
 
 // errNoDevice says that no emulated device owns a local address.
 type errNoDevice struct{ addr netip.Addr }
