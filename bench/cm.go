@@ -177,7 +177,7 @@ func (s *session) acceptCM(ctx context.Context) (*cmConn, error) {
 		_ = id.Close()
 		return nil, err
 	}
-	if err := cmModify(id, c.qp, verbs.StateRTR, verbs.StateRTS); err != nil {
+	if err := verbs.CMModify(id, c.qp, verbs.StateRTR, verbs.StateRTS); err != nil {
 		_ = c.Close()
 		return nil, err
 	}
@@ -210,7 +210,7 @@ func (s *session) dialCM(ctx context.Context) (*cmConn, error) {
 		_ = c.Close()
 		return nil, fmt.Errorf("rdma_cm: connect to %s:%d: %w", cfg.Server, s.cmPort(), err)
 	}
-	if err := cmModify(id, c.qp, verbs.StateInit, verbs.StateRTR, verbs.StateRTS); err != nil {
+	if err := verbs.CMModify(id, c.qp, verbs.StateInit, verbs.StateRTR, verbs.StateRTS); err != nil {
 		_ = c.Close()
 		return nil, err
 	}
@@ -365,7 +365,7 @@ func (s *session) acceptQPsCM(ctx context.Context) error {
 				_ = id.Reject(nil)
 				return err
 			}
-		} else if err := cmModify(id, q, verbs.StateInit, verbs.StateRTR, verbs.StateRTS); err != nil {
+		} else if err := verbs.CMModify(id, q, verbs.StateInit, verbs.StateRTR, verbs.StateRTS); err != nil {
 			_ = id.Reject(nil)
 			return fmt.Errorf("rdma_cm: QP %d: %w", q.Num(), err)
 		}
@@ -442,7 +442,7 @@ func (s *session) dialQPCM(ctx context.Context, i int) error {
 		if err := resetQP(q); err != nil {
 			return err
 		}
-		if err := cmModify(id, q, verbs.StateInit); err != nil {
+		if err := verbs.CMModify(id, q, verbs.StateInit); err != nil {
 			return fmt.Errorf("rdma_cm: QP %d: %w", q.Num(), err)
 		}
 		if _, err := id.Connect(cctx, s.cmParam(q.Num())); err != nil {
@@ -450,7 +450,7 @@ func (s *session) dialQPCM(ctx context.Context, i int) error {
 		}
 		// The access rights come with the connection: INIT again (as
 		// librdmacm does), then RTR and RTS.
-		if err := cmModify(id, q, verbs.StateInit, verbs.StateRTR, verbs.StateRTS); err != nil {
+		if err := verbs.CMModify(id, q, verbs.StateInit, verbs.StateRTR, verbs.StateRTS); err != nil {
 			return fmt.Errorf("rdma_cm: QP %d: %w", q.Num(), err)
 		}
 		if err := id.Establish(); err != nil {
@@ -481,7 +481,7 @@ func (s *session) udToRTS(id verbs.CMID, q verbs.QP) error {
 	if err := resetQP(q); err != nil {
 		return err
 	}
-	if err := cmModify(id, q, verbs.StateInit); err != nil {
+	if err := verbs.CMModify(id, q, verbs.StateInit); err != nil {
 		return fmt.Errorf("rdma_cm: QP %d: %w", q.Num(), err)
 	}
 	a := verbs.QPAttr{State: verbs.StateRTR}

@@ -85,24 +85,10 @@ func (c *cmConn) init(vctx verbs.Context) error {
 		Cap: verbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}}); err != nil {
 		return err
 	}
-	if err := cmModify(c.id, c.qp, verbs.StateInit); err != nil {
+	if err := verbs.CMModify(c.id, c.qp, verbs.StateInit); err != nil {
 		return err
 	}
 	return c.postRecv()
-}
-
-// cmModify moves qp to each state with the id's attributes.
-func cmModify(id verbs.CMID, qp verbs.QP, states ...verbs.QPState) error {
-	for _, st := range states {
-		a, m, err := id.InitQPAttr(st)
-		if err != nil {
-			return err
-		}
-		if err := qp.Modify(&a, m); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (c *cmConn) postRecv() error {

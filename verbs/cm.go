@@ -133,3 +133,18 @@ var (
 	// device on the interface).
 	ErrUnreachable = errors.New("address unreachable")
 )
+
+// CMModify moves qp to each of states in turn with the attributes id gives
+// for it (librdmacm's rdma_init_qp_attr, then ibv_modify_qp).
+func CMModify(id CMID, qp QP, states ...QPState) error {
+	for _, st := range states {
+		a, m, err := id.InitQPAttr(st)
+		if err != nil {
+			return err
+		}
+		if err := qp.Modify(&a, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}

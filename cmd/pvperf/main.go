@@ -5,7 +5,7 @@
 // it runs the test named by its first argument; run under a test's perftest
 // name (ib_write_bw, a symlink to it) or pvperf's (write_bw), it is that
 // test, so a link makes it a drop-in for scripts written for perftest.
-// devinfo and report are subcommands too. "pvperf links DIR" creates the
+// devinfo, report and cm_setup are subcommands too. "pvperf links DIR" creates the
 // links in DIR.
 package main
 
@@ -19,6 +19,7 @@ import (
 
 	"github.com/pvperf/pvperf/internal/cli"
 	"github.com/pvperf/pvperf/internal/reportcli"
+	"github.com/pvperf/pvperf/internal/setupcli"
 )
 
 func main() {
@@ -59,7 +60,7 @@ func run(argv []string, stdout, stderr io.Writer) int {
 // write_bw and ib_write_bw are the test write_bw.
 func command(name string) (string, bool) {
 	switch name {
-	case "devinfo", "report":
+	case "devinfo", "report", setupcli.Name:
 		return name, true
 	}
 	t := strings.TrimPrefix(name, "ib_")
@@ -75,6 +76,8 @@ func dispatch(name string, args []string, stdout, stderr io.Writer) int {
 		return cli.DevInfo(args, stdout, stderr)
 	case "report":
 		return reportcli.Run(args, stdout, stderr)
+	case setupcli.Name:
+		return setupcli.Main(args, stdout, stderr)
 	}
 	return cli.Main(name, args, stdout, stderr)
 }
@@ -99,7 +102,7 @@ func links(args []string, stdout, stderr io.Writer) int {
 	for _, t := range cli.Tests() {
 		names = append(names, "ib_"+t, t)
 	}
-	names = append(names, "devinfo", "report")
+	names = append(names, "devinfo", "report", setupcli.Name)
 	for _, n := range names {
 		p := filepath.Join(dir, n)
 		if fi, err := os.Lstat(p); err == nil {
@@ -129,6 +132,7 @@ Tests (perftest's options and output; also run as ib_TEST or TEST through a link
 Other commands:
   devinfo   devices, ports and GID tables (ibv_devinfo -v)
   report    JSON results to HTML, CSV or benchstat input
+  cm_setup  time connection setup through rdma_cm, step by step (cmtime)
   links DIR create links ib_write_bw ... in DIR to this binary
   version   print pvperf's version
 

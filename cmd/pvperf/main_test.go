@@ -35,6 +35,9 @@ func TestDispatchByName(t *testing.T) {
 	if rc, _, e := call("pvperf", "write_bw", "--no-such-option"); rc == 0 || e == "" {
 		t.Errorf("bad option: exit %d, stderr %q", rc, e)
 	}
+	if rc, o, e := call("pvperf", "cm_setup", "-V"); rc != 0 || !strings.HasPrefix(o, "cm_setup (pvperf) ") {
+		t.Errorf("pvperf cm_setup -V: exit %d, stdout %q, stderr %q", rc, o, e)
+	}
 	if rc, _, e := call("pvperf", "report", "/nonexistent.json"); rc == 0 || !strings.Contains(e, "nonexistent.json") {
 		t.Errorf("report of a missing file: exit %d, stderr %q", rc, e)
 	}

@@ -13,14 +13,18 @@ import (
 	"github.com/pvperf/pvperf/verbs"
 )
 
-// CM is the kernel's connection manager as a verbs.CM. Each id it creates
-// has an event channel of its own; the ids of a listener's connection
-// requests share the listener's. A goroutine per channel reads its events
-// and queues each for its id, so that ids on one channel (a listener's
-// requests, connected in any order) wait for their own events only.
+// CM is the kernel's connection manager as a verbs.CM. The ids it creates
+// in a port space share one event channel (as a librdmacm program's ids on
+// its one channel do), and so do the ids of the connection requests their
+// listeners get. A goroutine per channel reads its events and queues each
+// for its id, so that each id, connected in any order, waits for its own
+// events only.
 type CM struct {
 	mu     sync.Mutex
 	closed bool
+	// disp is the channel of each port space, of which the CM holds a
+	// reference.
+	disp map[uint16]*dispatcher
 }
 
 var _ verbs.CM = (*CM)(nil)
@@ -31,38 +35,55 @@ func NewCM() (*CM, error) {
 	if err := checkABI(abiVersionPath); err != nil {
 		return nil, err
 	}
-	return &CM{}, nil
+	return &CM{disp: map[uint16]*dispatcher{}}, nil
 }
 
-// CreateID creates an id, on an event channel of its own.
+// CreateID creates an id, on the channel of its port space (opened with
+// the first).
 func (m *CM) CreateID(ps verbs.PortSpace) (verbs.CMID, error) {
-	m.mu.Lock()
-	closed := m.closed
-	m.mu.Unlock()
-	if closed {
-		return nil, fmt.Errorf("rdmacm: create id: %w", verbs.ErrClosed)
-	}
 	if ps != verbs.PortSpaceTCP && ps != verbs.PortSpaceUDP {
 		return nil, fmt.Errorf("rdmacm: create id: port space %v: %w", ps, verbs.ErrNotSupported)
 	}
-	c, err := Open()
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("rdmacm: create id: %w", verbs.ErrClosed)
+	}
+	defer m.mu.Unlock()
+	d := m.disp[uint16(ps)]
+	if d == nil {
+		c, err := Open()
+		if err != nil {
+			return nil, err
+		}
+		d = newDispatcher(c, uint16(ps))
+		m.disp[uint16(ps)] = d
+	}
+	id, err := d.c.CreateID(uint16(ps))
 	if err != nil {
 		return nil, err
 	}
-	d := newDispatcher(c, uint16(ps))
-	id, err := c.CreateID(uint16(ps))
-	if err != nil {
-		d.release()
-		return nil, err
-	}
+	d.mu.Lock()
+	d.refs++
+	d.mu.Unlock()
 	return d.add(id), nil
 }
 
-// Close marks the CM closed: ids are closed one by one (Close each).
+// Close marks the CM closed: no id can be created any more. A channel
+// closes with the last of its ids (Close each).
 func (m *CM) Close() error {
 	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
 	m.closed = true
+	disp := m.disp
+	m.disp = nil
 	m.mu.Unlock()
+	for _, d := range disp {
+		d.release()
+	}
 	return nil
 }
 
