@@ -304,12 +304,23 @@ func (s *session) cmPortSpace() verbs.PortSpace {
 // synchronising key exchanges.
 func (s *session) connectQPsCM(ctx context.Context) error {
 	zero := perftest.Dest{}
+	// The server listens before the exchange that lets the client
+	// connect: a datagram service request (UD) that finds no listener
+	// is answered "unsupported", which no client tries again.
+	var l verbs.CMID
+	if s.listens {
+		var err error
+		if l, err = s.listenQPsCM(ctx); err != nil {
+			return fail(err, " "+err.Error()+"\n", "Failed to create RDMA CM connection.\n")
+		}
+		defer l.Close()
+	}
 	if _, err := s.conn.Handshake(s.kf, zero); err != nil {
 		return fail(err, oob.PerftestMessage(err), "Failed to sync between client and server before creating RDMA CM connection.\n")
 	}
 	var err error
 	if s.listens {
-		err = s.acceptQPsCM(ctx)
+		err = s.acceptQPsCM(ctx, l)
 	} else {
 		err = s.dialQPsCM(ctx)
 	}
@@ -326,26 +337,33 @@ func (s *session) connectQPsCM(ctx context.Context) error {
 	return nil
 }
 
-// acceptQPsCM listens again on -p and accepts one request per QP, in
-// their order of arrival.
-func (s *session) acceptQPsCM(ctx context.Context) error {
-	cfg, e := &s.cfg, s.ep
-	n := cfg.NumQPs
+// listenQPsCM listens again on -p, with a backlog of one request per QP.
+func (s *session) listenQPsCM(ctx context.Context) (verbs.CMID, error) {
+	cfg := &s.cfg
 	addr, err := s.cmListenAddr(ctx, s.cm.port)
 	if err != nil {
-		return fmt.Errorf("rdma_cm: listen: %w", err)
+		return nil, fmt.Errorf("rdma_cm: listen: %w", err)
 	}
 	l, err := cfg.CM.CreateID(s.cmPortSpace())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer l.Close()
 	if err := l.Bind(addr); err != nil {
-		return err
+		_ = l.Close()
+		return nil, err
 	}
-	if err := l.Listen(n); err != nil {
-		return err
+	if err := l.Listen(cfg.NumQPs); err != nil {
+		_ = l.Close()
+		return nil, err
 	}
+	return l, nil
+}
+
+// acceptQPsCM accepts one request per QP on listener l, in their order
+// of arrival.
+func (s *session) acceptQPsCM(ctx context.Context, l verbs.CMID) error {
+	cfg, e := &s.cfg, s.ep
+	n := cfg.NumQPs
 	s.cm.ids = make([]verbs.CMID, n)
 	wctx, cancel := context.WithTimeout(ctx, s.cmConnectTimeout())
 	defer cancel()

@@ -242,11 +242,16 @@ func (r *run) client(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = r.phase(ctx, ResolveAddr, true, func(ctx context.Context, _ int, c *conn) error {
+	err = r.phase(ctx, ResolveAddr, true, func(ctx context.Context, i int, c *conn) error {
 		if err := c.step(ResolveAddr, func() error {
 			return r.retry(ctx, func() error { return c.id.ResolveAddr(ctx, cfg.Src, cfg.Addr, cfg.ResolveTimeout) })
 		}); err != nil {
 			return err
+		}
+		// Every connection resolves the same addresses: the first
+		// tells the device of all.
+		if i > 0 {
+			return nil
 		}
 		return r.checkDevice(c.id)
 	})
@@ -414,6 +419,15 @@ func (r *run) server(ctx context.Context) error {
 			r.first = t0
 		}
 		r.conns[i] = c
+		// The QP is made ready here, one request after the other as
+		// they come (cmtime's server does the same); the accept and its
+		// wait for the client's RTU go on concurrently.
+		if err := r.prepare(c); err != nil {
+			err = fmt.Errorf("connection %d of %d: %w", i+1, cfg.Conns, err)
+			cancel(err)
+			wg.Wait()
+			return err
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -434,8 +448,9 @@ func (r *run) server(ctx context.Context) error {
 	return r.teardown(ctx)
 }
 
-// accept sets up the server's side of c.
-func (r *run) accept(ctx context.Context, c *conn) error {
+// prepare creates the server's QP of c and moves it to RTS; a failure
+// rejects the request.
+func (r *run) prepare(c *conn) error {
 	if err := r.checkDevice(c.id); err != nil {
 		_ = c.id.Reject(nil)
 		return err
@@ -456,6 +471,11 @@ func (r *run) accept(ctx context.Context, c *conn) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// accept answers c's request and waits for the client's RTU.
+func (r *run) accept(ctx context.Context, c *conn) error {
 	actx, cancel := context.WithTimeout(ctx, r.cfg.PeerTimeout)
 	defer cancel()
 	if err := c.step(Accept, func() error { return c.id.Accept(actx, param(c.qp)) }); err != nil {

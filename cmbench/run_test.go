@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -106,7 +107,13 @@ func (q *countQP) Close() error {
 // counts.
 func side(t *testing.T, role Role, n int) (Config, *counts) {
 	t.Helper()
-	d, err := emu.NewDevice("emu0", emu.DefaultConfig())
+	return sideOn(t, emu.DefaultConfig(), role, n)
+}
+
+// sideOn is side on a device of configuration dc.
+func sideOn(t *testing.T, dc emu.Config, role Role, n int) (Config, *counts) {
+	t.Helper()
+	d, err := emu.NewDevice("emu0", dc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,6 +197,24 @@ func TestRun(t *testing.T) {
 			t.Errorf("%s: full connect %+v, elapsed %v", r.Role, full, r.Elapsed)
 		}
 	}
+}
+
+// TestTooManyQPs: a client that needs more QPs than its device has fails
+// with the device's refusal, naming the connection, before it connects,
+// and leaves nothing behind.
+func TestTooManyQPs(t *testing.T) {
+	dc := emu.DefaultConfig()
+	dc.Profile = emu.ProfileHW14 // 1024 QPs
+	const n = 1030
+	cli, cn := sideOn(t, dc, Client, n)
+	cli.Addr = netip.AddrPortFrom(cli.Addr.Addr(), 9) // nobody listens: the client must fail before it connects
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := Run(ctx, cli)
+	if err == nil || !strings.Contains(err.Error(), "connection 1025 of 1030: emu0: create qp: device limit of 1024 queue pairs reached") {
+		t.Errorf("client: %v", err)
+	}
+	cn.check(t, "the client")
 }
 
 // TestNoListener: a client whose server does not listen fails at once

@@ -2,7 +2,7 @@
 # guest-test.sh: runs pvperf against a real kernel RDMA device, Soft-RoCE
 # (rdma_rxe), on a machine that has neither RDMA nor KVM. It boots Debian's
 # kernel under QEMU's TCG emulation from an initramfs holding busybox, the
-# rdma_rxe modules, iproute2, Debian's perftest (6.06) and the pvperf
+# rdma_rxe modules, iproute2, Debian's perftest (6.06), cmtime and the pvperf
 # commands. In the guest, scripts/guest/init creates rxe0 on a veth
 # (10.77.0.1) and runs the checks: the Go test binary built from e2e/guest
 # (go test -c), which prints the kernel, both versions, the GID table and
@@ -16,7 +16,11 @@
 #                -R between pvperf and perftest both ways and pvperf
 #                against itself (write_bw, send_bw, read_bw, send_lat,
 #                write_lat, send_bw -c UD, write_bw -q 4), and no cm_id
-#                left in the kernel after them
+#                left in the kernel after them; the connection manager's
+#                failures (no listener, no RDMA device, no answer, a peer
+#                that hangs or dies, too many QPs); cm_setup beside
+#                librdmacm's cmtime (rdmacm-utils), and -R against the
+#                same tests without it (figures reported)
 #   pvperf       the eight pvperf tests, pvperf client against pvperf server
 #   ref          perftest against perftest, every interop configuration
 #   interop      pvperf against perftest both ways: the eight RC tests,
@@ -144,7 +148,7 @@ if [ -z "$kpkg" ]; then
 fi
 # The kernel, busybox, perftest and what its binaries and the rxe provider
 # load (put_with_libs below stops when one is missing).
-pkgs=("$kpkg" busybox-static perftest libibverbs1 ibverbs-providers librdmacm1 libibumad3
+pkgs=("$kpkg" busybox-static perftest rdmacm-utils libibverbs1 ibverbs-providers librdmacm1 libibumad3
 	libnl-3-200 libnl-route-3-200 libpci3)
 declare -A version=()
 while read -r p v; do version[$p]=$v; done < <(versions "${pkgs[@]}")
@@ -244,6 +248,7 @@ put_with_libs "$(command -v rdma)" /bin/rdma
 for t in write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat atomic_lat; do
 	put_with_libs "$root/usr/bin/ib_$t" "/usr/bin/ib_$t"
 done
+put_with_libs "$root/usr/bin/cmtime" /usr/bin/cmtime
 put_with_libs "$root/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so" \
 	/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
 put "$root/etc/libibverbs.d/rxe.driver" /etc/libibverbs.d/rxe.driver
@@ -281,7 +286,7 @@ budget=$((limit > 90 ? limit - 60 : 30))
 run=
 for c in ${checks//,/ }; do
 	case $c in
-	sanity) t=TestSanity ;; conformance) t=TestConformance ;; rdmacm) t='TestRDMACM|TestRDMACMInterop' ;; pvperf) t=TestPvperf ;;
+	sanity) t=TestSanity ;; conformance) t=TestConformance ;; rdmacm) t='TestRDMACM|TestRDMACMInterop|TestCMFailures|TestCMSetup|TestCMDataPath' ;; pvperf) t=TestPvperf ;;
 	ref) t=TestReference ;; interop) t=TestInterop ;; reports) t=TestReports ;; side) t=TestSideBySide ;;
 	esac
 	run=${run:+$run|}$t

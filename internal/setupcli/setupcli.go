@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +62,7 @@ type options struct {
 	loopback    bool
 	jsonFile    string
 	csvFile     string
+	cpuProfile  string
 	server      string
 }
 
@@ -72,6 +74,19 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, unix.SIGTERM)
 	defer stop()
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", Name, err)
+			return ExitError
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "%s: cpu profile: %v\n", Name, err)
+			return ExitError
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(ctx, o, stdout); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", Name, err)
 		return ExitError
@@ -95,6 +110,7 @@ func parse(args []string, stdout, stderr io.Writer) (o options, code int, ok boo
 	fs.BoolVar(&o.loopback, "loopback", false, "run the server and the client in this process (on 127.0.0.1, or --bind)")
 	fs.StringVar(&o.jsonFile, "out_json_file", "", "also write the results as JSON to `FILE` (\"-\": instead of the table, to the standard output)")
 	fs.StringVar(&o.csvFile, "out_csv", "", "also write the results as CSV to `FILE` (\"-\": instead of the table, to the standard output)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof)")
 	help := fs.BoolP("help", "h", false, "print this help")
 	ver := fs.BoolP("version", "V", false, "print the version")
 	fs.Usage = func() {

@@ -71,7 +71,8 @@ func TestLoopbackOutputs(t *testing.T) {
 	}
 
 	csvFile := filepath.Join(t.TempDir(), "setup.csv")
-	rc, out, errOut = call("-d", "emu0", "--loopback", "-p", "0", "-c", "5", "--out_json_file", "-", "--out_csv", csvFile)
+	prof := filepath.Join(t.TempDir(), "cpu.pprof")
+	rc, out, errOut = call("-d", "emu0", "--loopback", "-p", "0", "-c", "5", "--out_json_file", "-", "--out_csv", csvFile, "--cpuprofile", prof)
 	if rc != ExitOK {
 		t.Fatalf("exit %d: %s", rc, errOut)
 	}
@@ -96,6 +97,9 @@ func TestLoopbackOutputs(t *testing.T) {
 		if r.Connections != 5 || len(r.Steps) == 0 {
 			t.Errorf("JSON result %+v", r)
 		}
+	}
+	if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
+		t.Errorf("--cpuprofile wrote no profile: %v", err)
 	}
 	f, err := os.Open(csvFile)
 	if err != nil {

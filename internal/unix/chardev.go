@@ -170,6 +170,26 @@ func WriteWhenReadable(f *os.File, b []byte) (int, error) {
 	return n, werr
 }
 
+// WriteNow writes b to f's descriptor in one write(2), without waiting:
+// a descriptor made non-blocking by EventFile answers EAGAIN when it would
+// have to. f stays open until the write returns. The write's error is the
+// bare errno (os.ErrClosed when f is closed).
+func WriteNow(f *os.File, b []byte) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var werr error
+	if err := rc.Write(func(fd uintptr) bool {
+		n, werr = Write(int(fd), b)
+		return true
+	}); err != nil {
+		return 0, err
+	}
+	return n, werr
+}
+
 // MemlockLimit returns the soft limit on locked memory (RLIMIT_MEMLOCK) in
 // bytes, and whether there is a limit at all.
 func MemlockLimit() (uint64, bool) {

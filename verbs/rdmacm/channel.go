@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pvperf/pvperf/internal/unix"
+	"github.com/pvperf/pvperf/internal/wire"
 )
 
 // DevicePath is the connection manager's character device.
@@ -54,6 +55,11 @@ func (k *fdKernel) write(b []byte) (int, error) { return unix.Write(k.fd, b) }
 // wait through a deadline in the past, set after the first (so that it is
 // never overwritten).
 func (k *fdKernel) getEvent(ctx context.Context, b []byte) (int, error) {
+	// An event already queued needs no wait (nor deadline). The write
+	// goes through the file, which keeps the descriptor open meanwhile.
+	if n, err := unix.WriteNow(k.f, b); err != unix.EAGAIN {
+		return n, err
+	}
 	deadline, _ := ctx.Deadline()
 	if err := k.f.SetReadDeadline(deadline); err != nil {
 		return 0, err
@@ -72,14 +78,22 @@ const (
 	respSize = 1024
 )
 
+// cmdSlots is how many commands a channel runs at once (its ids' commands
+// from several goroutines), each in a command buffer of its own.
+const cmdSlots = 16
+
+// slot is one command buffer: the request, then the response.
+type slot struct{ req, resp []byte }
+
 // Channel is an event channel of the connection manager: one open of its
 // character device. The ids created on it report their events to it.
 type Channel struct {
 	k   kernel
-	mem []byte // two pages outside the Go heap: commands, then events
-	// mu serialises commands: the request and response buffers.
-	mu         sync.Mutex
-	req, resp  []byte
+	mem []byte // outside the Go heap: the command buffers, then the event's
+	// slots holds the free command buffers; done is closed by Close.
+	slots      chan *slot
+	done       chan struct{}
+	mu         sync.Mutex // uid and closed
 	evMu       sync.Mutex // one GetEvent at a time
 	evReq      []byte
 	evResp     []byte
@@ -132,16 +146,19 @@ func checkABI(path string) error {
 }
 
 func newChannel(k kernel) (*Channel, error) {
-	m, err := unix.MmapAnon(2 * (reqSize + respSize))
+	const size = reqSize + respSize
+	m, err := unix.MmapAnon((cmdSlots + 1) * size)
 	if err != nil {
 		return nil, fmt.Errorf("rdmacm: command buffer: %w", err)
 	}
-	const half = reqSize + respSize
-	return &Channel{
-		k: k, mem: m,
-		req: m[:reqSize:reqSize], resp: m[reqSize:half:half],
-		evReq: m[half : half+reqSize : half+reqSize], evResp: m[half+reqSize : 2*half : 2*half],
-	}, nil
+	c := &Channel{k: k, mem: m, slots: make(chan *slot, cmdSlots), done: make(chan struct{})}
+	for i := range cmdSlots {
+		b := m[i*size : (i+1)*size : (i+1)*size]
+		c.slots <- &slot{req: b[:reqSize:reqSize], resp: b[reqSize:]}
+	}
+	ev := m[cmdSlots*size:]
+	c.evReq, c.evResp = ev[:reqSize:reqSize], ev[reqSize:size:size]
+	return c, nil
 }
 
 // Close closes the channel: a GetEvent waiting on it returns ErrClosed.
@@ -152,6 +169,11 @@ func (c *Channel) Close() error {
 		c.mu.Lock()
 		c.closed = true
 		c.mu.Unlock()
+		close(c.done)
+		// The commands under way end before the descriptor closes.
+		for range cmdSlots {
+			<-c.slots
+		}
 		err = c.k.close()
 		// A GetEvent still waiting returns once the descriptor is
 		// closed; the event buffer is unmapped after it.
@@ -168,25 +190,45 @@ func (c *Channel) Close() error {
 // nil, req's field at respAt holds the address of the response buffer,
 // which exec fills, and the response is decoded into resp.
 func (c *Channel) exec(op string, cmd uint32, req any, respAt int, resp any) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.execLocked(op, cmd, req, respAt, resp)
+	s, err := c.slot(op)
+	if err != nil {
+		return err
+	}
+	defer c.put(s)
+	return c.execIn(s, op, cmd, req, respAt, resp)
 }
 
-// execLocked is exec with c.mu held.
-func (c *Channel) execLocked(op string, cmd uint32, req any, respAt int, resp any) error {
-	if c.closed {
-		return fmt.Errorf("rdmacm: %s: %w", op, ErrClosed)
+// slot takes a free command buffer; put gives it back.
+func (c *Channel) slot(op string) (*slot, error) {
+	var s *slot
+	select {
+	case s = <-c.slots:
+	case <-c.done:
+		return nil, fmt.Errorf("rdmacm: %s: %w", op, ErrClosed)
 	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		c.put(s)
+		return nil, fmt.Errorf("rdmacm: %s: %w", op, ErrClosed)
+	}
+	return s, nil
+}
+
+func (c *Channel) put(s *slot) { c.slots <- s }
+
+// execIn is exec in command buffer s.
+func (c *Channel) execIn(s *slot, op string, cmd uint32, req any, respAt int, resp any) error {
 	out := 0
 	if resp != nil {
-		out = binary.Size(resp)
+		out = wire.Size(resp)
 	}
-	n, err := encodeCmd(c.req, cmd, req, respAt, c.resp[:out])
+	n, err := encodeCmd(s.req, cmd, req, respAt, s.resp[:out])
 	if err != nil {
 		return fmt.Errorf("rdmacm: %s: %w", op, err)
 	}
-	w, err := c.k.write(c.req[:n])
+	w, err := c.k.write(s.req[:n])
 	if err != nil {
 		return fmt.Errorf("rdmacm: %s: %w", op, err)
 	}
@@ -194,7 +236,7 @@ func (c *Channel) execLocked(op string, cmd uint32, req any, respAt int, resp an
 		return fmt.Errorf("rdmacm: %s: short write (%d of %d bytes)", op, w, n)
 	}
 	if resp != nil {
-		if _, err := binary.Decode(c.resp[:out], binary.LittleEndian, resp); err != nil {
+		if _, err := wire.Decode(s.resp[:out], resp); err != nil {
 			return fmt.Errorf("rdmacm: %s: decode response: %w", op, err)
 		}
 	}
@@ -205,7 +247,7 @@ func (c *Channel) execLocked(op string, cmd uint32, req any, respAt int, resp an
 // response buffer resp (cleared) has its address at offset respAt of req.
 // It returns the length of the command.
 func encodeCmd(buf []byte, cmd uint32, req any, respAt int, resp []byte) (int, error) {
-	n, err := binary.Encode(buf[cmdHdrSize:], binary.LittleEndian, req)
+	n, err := wire.Encode(buf[cmdHdrSize:], req)
 	if err != nil {
 		return 0, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pvperf/pvperf/internal/ibabi"
 	"github.com/pvperf/pvperf/internal/unix"
+	"github.com/pvperf/pvperf/internal/wire"
 	"github.com/pvperf/pvperf/verbs"
 )
 
@@ -230,14 +231,14 @@ func (id *ID) SetReuseAddr(on bool) error {
 // reads it from there; a command without a response leaves it alone).
 func (id *ID) setOption(name uint32, val []byte) error {
 	c := id.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return fmt.Errorf("rdmacm: set option: %w", ErrClosed)
+	s, err := c.slot("set option")
+	if err != nil {
+		return err
 	}
-	v := c.resp[len(c.resp)-len(val):]
+	defer c.put(s)
+	v := s.resp[len(s.resp)-len(val):]
 	copy(v, val)
-	return c.execLocked("set option", cmdSetOption, &setOptionReq{
+	return c.execIn(s, "set option", cmdSetOption, &setOptionReq{
 		OptVal: unix.Addr(v), ID: id.id, Level: optionLevelID, OptName: name, OptLen: uint32(len(val)),
 	}, -1, nil)
 }
@@ -414,13 +415,13 @@ func (c *Channel) GetEvent(ctx context.Context, ps uint16) (Event, error) {
 // connection (PSTCP) or a datagram service (PSUDP).
 func decodeEvent(b []byte, ps uint16) (Event, error) {
 	var r eventResp
-	if _, err := binary.Decode(b, binary.LittleEndian, &r); err != nil {
+	if _, err := wire.Decode(b, &r); err != nil {
 		return Event{}, fmt.Errorf("rdmacm: event: %w", err)
 	}
 	e := Event{Type: r.Event, Status: int32(r.Status), UID: r.UID, ID: r.ID}
 	if ps == PSUDP {
 		var u udParam
-		if _, err := binary.Decode(r.Param[:], binary.LittleEndian, &u); err != nil {
+		if _, err := wire.Decode(r.Param[:], &u); err != nil {
 			return Event{}, fmt.Errorf("rdmacm: event: %w", err)
 		}
 		e.UD = UDParam{QPNum: u.QPNum, QKey: u.QKey, AH: u.AH.Verbs(),
@@ -428,7 +429,7 @@ func decodeEvent(b []byte, ps uint16) (Event, error) {
 		return e, nil
 	}
 	var p connParam
-	if _, err := binary.Decode(r.Param[:connParamSize], binary.LittleEndian, &p); err != nil {
+	if _, err := wire.Decode(r.Param[:connParamSize], &p); err != nil {
 		return Event{}, fmt.Errorf("rdmacm: event: %w", err)
 	}
 	e.Conn = ConnParam{

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/pvperf/pvperf/internal/unix"
+	"github.com/pvperf/pvperf/internal/wire"
 )
 
 // cmdPage is the size of each half of a command buffer: requests and
@@ -29,11 +30,21 @@ type kernel interface {
 }
 
 // fdKernel is an open uverbs character device.
-type fdKernel struct{ fd int }
+type fdKernel struct {
+	fd int
+	// masked: commands are written with signals blocked. vmw_pvrdma
+	// fails a command (ETIMEDOUT) whose wait for the device a signal
+	// interrupts; rdma_rxe's commands never wait so, and are spared the
+	// two extra system calls.
+	masked bool
+}
 
-// write sends a command with signals blocked: vmw_pvrdma fails a command
-// (ETIMEDOUT) whose wait for the device a signal interrupts.
-func (k fdKernel) write(b []byte) (int, error) { return unix.WriteMasked(k.fd, b) }
+func (k fdKernel) write(b []byte) (int, error) {
+	if k.masked {
+		return unix.WriteMasked(k.fd, b)
+	}
+	return unix.Write(k.fd, b)
+}
 
 func (k fdKernel) doorbell(b []byte) (int, error) { return unix.WriteDoorbell(k.fd, b) }
 
@@ -76,7 +87,7 @@ func (c *cmdBuf) close() error {
 func (c *cmdBuf) exec(cmd uint32, req any, drvIn []byte, resp any, drvOut []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n, err := binary.Encode(c.req[cmdHdrSize:], binary.LittleEndian, req)
+	n, err := wire.Encode(c.req[cmdHdrSize:], req)
 	if err != nil {
 		return fmt.Errorf("encode command %d: %w", cmd, err)
 	}
@@ -84,7 +95,7 @@ func (c *cmdBuf) exec(cmd uint32, req any, drvIn []byte, resp any, drvOut []byte
 	total := cmdHdrSize + n
 	respSize := 0
 	if resp != nil {
-		respSize = binary.Size(resp)
+		respSize = wire.Size(resp)
 	}
 	out := respSize + len(drvOut)
 	if total%4 != 0 || out%4 != 0 || total > cmdPage || out > cmdPage {
@@ -105,7 +116,7 @@ func (c *cmdBuf) exec(cmd uint32, req any, drvIn []byte, resp any, drvOut []byte
 		return fmt.Errorf("command %d: short write (%d of %d bytes)", cmd, w, total)
 	}
 	if resp != nil {
-		if _, err := binary.Decode(c.resp[:respSize], binary.LittleEndian, resp); err != nil {
+		if _, err := wire.Decode(c.resp[:respSize], resp); err != nil {
 			return fmt.Errorf("decode response to command %d: %w", cmd, err)
 		}
 	}
@@ -124,11 +135,11 @@ func (c *cmdBuf) ioctl(object, method uint16, driverID uint32, attrs []ioctlAttr
 		return fmt.Errorf("ioctl %d/%d: %d attributes do not fit", object, method, len(attrs))
 	}
 	hdr := ioctlHdr{Length: uint16(total), ObjectID: object, MethodID: method, NumAttrs: uint16(len(attrs)), DriverID: driverID}
-	n, err := binary.Encode(c.req, binary.LittleEndian, hdr)
+	n, err := wire.Encode(c.req, hdr)
 	if err != nil {
 		return err
 	}
-	if _, err := binary.Encode(c.req[n:], binary.LittleEndian, attrs); err != nil {
+	if _, err := wire.Encode(c.req[n:], attrs); err != nil {
 		return err
 	}
 	return c.k.ioctl(unix.Addr(c.req))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pvperf/pvperf/internal/unix"
+	"github.com/pvperf/pvperf/internal/wire"
 	"github.com/pvperf/pvperf/verbs"
 )
 
@@ -75,7 +76,7 @@ func open(d *Device) (verbs.Context, error) {
 		_ = unix.Close(fd)
 		return fail(fmt.Errorf("%s is device %d:%d, sysfs says %d:%d", d.Path(), major, minor, d.major, d.minor))
 	}
-	c, err := newContext(d, fdKernel{fd}, prov)
+	c, err := newContext(d, fdKernel{fd: fd, masked: d.driver != DriverRXE}, prov)
 	if err != nil {
 		return fail(err)
 	}
@@ -138,7 +139,16 @@ func (c *Context) release() {
 	_ = c.k.close()
 }
 
-func (c *Context) err(op string, err error) error { return verbs.NewOpError(op, c.dev.name, err) }
+func (c *Context) err(op string, err error) error {
+	// The kernel refuses a new object with EAGAIN when it would go over
+	// the rdma cgroup's limit (rdma.max): say so, since the errno alone
+	// ("resource temporarily unavailable") suggests trying again.
+	var errno unix.Errno
+	if errors.As(err, &errno) && errno == unix.EAGAIN && !errors.Is(err, os.ErrDeadlineExceeded) {
+		err = verbs.Errorf(errno, "%v (over a limit of the rdma cgroup, rdma.max, or of the device)", errno)
+	}
+	return verbs.NewOpError(op, c.dev.name, err)
+}
 
 // Device returns the device the context was opened on.
 func (c *Context) Device() verbs.Device { return c.dev }
@@ -343,7 +353,7 @@ func (c *Context) gidTableIoctl(port int) ([]verbs.GIDEntry, error) {
 	names := map[uint32]string{}
 	for i := range int(n) {
 		var e gidEntryABI
-		if _, err := binary.Decode(entries[i*gidEntrySize:], binary.LittleEndian, &e); err != nil {
+		if _, err := wire.Decode(entries[i*gidEntrySize:], &e); err != nil {
 			return nil, err
 		}
 		if int(e.PortNum) != port {

@@ -2,7 +2,11 @@
 
 package uverbs
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/pvperf/pvperf/internal/wire"
+)
 
 // The driver data of vmw_pvrdma (include/uapi/rdma/vmw_pvrdma-abi.h): what
 // follows the core request (input) and the core response (output) of the
@@ -91,7 +95,7 @@ func pvrdmaEncode(v any) []byte {
 
 // pvrdmaDecode decodes driver output b into v.
 func pvrdmaDecode(b []byte, v any) {
-	if _, err := binary.Decode(b, binary.LittleEndian, v); err != nil {
+	if _, err := wire.Decode(b, v); err != nil {
 		panic("uverbs: driver data of a fixed layout does not decode: " + err.Error())
 	}
 }

@@ -1,0 +1,28 @@
+//go:build linux
+
+package rdmacm
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/pvperf/pvperf/internal/ibabi"
+	"github.com/pvperf/pvperf/internal/wire"
+)
+
+// The structs of every connection's commands and events are copied from
+// memory (package wire), not encoded field by field, on little-endian
+// hosts: setting up many connections at once must not wait on the
+// encoding.
+func TestNativeLayouts(t *testing.T) {
+	if !wire.Native(reflect.TypeOf(cmdHdr{})) {
+		t.Skip("big-endian host")
+	}
+	for _, v := range []any{createIDReq{}, createIDResp{}, destroyIDReq{}, destroyIDResp{}, bindReq{}, resolveAddrReq{},
+		resolveRouteReq{}, queryReq{}, queryAddrResp{}, connParam{}, udParam{}, connectReq{}, listenReq{}, acceptReq{},
+		rejectReq{}, disconnectReq{}, initQPAttrReq{}, getEventReq{}, eventResp{}, setOptionReq{}, ibabi.QPAttr{}} {
+		if !wire.Native(reflect.TypeOf(v)) {
+			t.Errorf("%T is encoded field by field (its Go layout is not its encoding)", v)
+		}
+	}
+}
