@@ -22,7 +22,7 @@ const (
 // contradicts itself.
 var ErrEnv = errors.New("bad launcher environment")
 
-// ErrNoLauncher: no launcher set the environment and no flag says where
+// ErrNoLauncher means that no launcher set the environment and no flag says where
 // the process stands.
 var ErrNoLauncher = errors.New("no launcher found")
 
