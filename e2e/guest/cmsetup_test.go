@@ -35,15 +35,17 @@ var (
 // cmRun runs a connection-setup server and client on the kernel's
 // connection manager: the server first, the client once the server's id
 // listens on port. serverEnds says whether the server ends by itself after
-// its client (cm_setup) or must be killed (cmtime's never ends).
-func cmRun(server, client, env []string, port int, serverEnds bool, tmo time.Duration) (sout, cout string, err error) {
+// its client (cm_setup) or must be killed (cmtime's never ends). The
+// result has both outputs and the CPU time (user and system) each side
+// used.
+func cmRun(server, client, env []string, port int, serverEnds bool, tmo time.Duration) (r cmResult, err error) {
 	var so, co bytes.Buffer
 	sctx, scancel := context.WithTimeout(context.Background(), tmo)
 	defer scancel()
 	srv := command(sctx, server[0], server[1:], "", &so)
 	srv.Env = append(os.Environ(), env...)
 	if err := srv.Start(); err != nil {
-		return "", "", fmt.Errorf("server: %w", err)
+		return r, fmt.Errorf("server: %w", err)
 	}
 	var serr error
 	sdone := make(chan struct{})
@@ -55,15 +57,19 @@ func cmRun(server, client, env []string, port int, serverEnds bool, tmo time.Dur
 			_ = srv.Process.Kill()
 			<-sdone
 		}
+		r.server = so.String()
+		if st := srv.ProcessState; st != nil {
+			r.serverCPU = st.UserTime() + st.SystemTime()
+		}
 	}()
 	for end := time.Now().Add(*listenTimeout); !cmListening(port); {
 		select {
 		case <-sdone:
-			return so.String(), "", fmt.Errorf("server %s before listening: %s", exitText(serr), lastLine(so.String()))
+			return r, fmt.Errorf("server %s before listening: %s", exitText(serr), lastLine(so.String()))
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(end) {
-			return so.String(), "", fmt.Errorf("server not listening on port %d after %s", port, *listenTimeout)
+			return r, fmt.Errorf("server not listening on port %d after %s", port, *listenTimeout)
 		}
 	}
 	cctx, ccancel := context.WithTimeout(context.Background(), tmo)
@@ -71,20 +77,30 @@ func cmRun(server, client, env []string, port int, serverEnds bool, tmo time.Dur
 	cli := command(cctx, client[0], client[1:], "", &co)
 	cli.Env = append(os.Environ(), env...)
 	cerr := cli.Run()
+	r.client = co.String()
+	if st := cli.ProcessState; st != nil {
+		r.clientCPU = st.UserTime() + st.SystemTime()
+	}
 	if cerr != nil {
-		return so.String(), co.String(), fmt.Errorf("client %s: %s", exitText(cerr), lastLine(co.String()))
+		return r, fmt.Errorf("client %s: %s", exitText(cerr), lastLine(co.String()))
 	}
 	if serverEnds {
 		select {
 		case <-sdone:
 			if serr != nil {
-				return so.String(), co.String(), fmt.Errorf("server %s: %s", exitText(serr), lastLine(so.String()))
+				return r, fmt.Errorf("server %s: %s", exitText(serr), lastLine(so.String()))
 			}
 		case <-time.After(30 * time.Second):
-			return so.String(), co.String(), errors.New("server still running 30 s after its client ended")
+			return r, errors.New("server still running 30 s after its client ended")
 		}
 	}
-	return so.String(), co.String(), nil
+	return r, nil
+}
+
+// cmResult is how a cmRun went.
+type cmResult struct {
+	server, client       string
+	serverCPU, clientCPU time.Duration
 }
 
 // cmSetupTotal sums the client's steps of cmSetupSteps in cm_setup's JSON.
@@ -188,6 +204,7 @@ func TestCMSetup(t *testing.T) {
 	vals := make([][]float64, len(variants))
 	last := make([]string, len(variants))
 	lastServer := make([]string, len(variants))
+	cpu := make([][2][]float64, len(variants)) // ms of CPU, client and server
 	port := 20000
 	for r := 1; r <= *cmRounds; r++ {
 		tmo, ok := budget(2 * time.Minute)
@@ -205,8 +222,9 @@ func TestCMSetup(t *testing.T) {
 			if v.pvperfClient {
 				cli = append(cli, "--out_json_file", js)
 			}
-			sout, out, err := cmRun(srv, cli, v.env, port, v.serverEnds, tmo)
-			lastServer[i] = sout
+			res, err := cmRun(srv, cli, v.env, port, v.serverEnds, tmo)
+			out := res.client
+			lastServer[i] = res.server
 			if err != nil {
 				t.Fatalf("round %d, %s: %v\n%s", r, v.name, err, out)
 			}
@@ -220,6 +238,8 @@ func TestCMSetup(t *testing.T) {
 				t.Fatalf("round %d, %s: %v\n%s", r, v.name, err, out)
 			}
 			vals[i] = append(vals[i], total)
+			cpu[i][0] = append(cpu[i][0], float64(res.clientCPU)/1e6)
+			cpu[i][1] = append(cpu[i][1], float64(res.serverCPU)/1e6)
 			last[i] = out
 			t.Logf("round %d, %s: %.2f ms", r, v.name, total)
 		}
@@ -231,7 +251,8 @@ func TestCMSetup(t *testing.T) {
 		if v.serverEnds {
 			t.Logf("last round, %s, the server's output:\n%s", v.name, lastServer[i])
 		}
-		fmt.Fprintf(&b, "  %-48s %8.2f ms  ratio %.3f  %v\n", v.name, median(vals[i]), median(vals[i])/ref, rounded(vals[i]))
+		fmt.Fprintf(&b, "  %-48s %8.2f ms  ratio %.3f  %v; CPU ms client %.0f, server %.0f\n", v.name, median(vals[i]), median(vals[i])/ref, rounded(vals[i]),
+			median(cpu[i][0]), median(cpu[i][1]))
 	}
 	fmt.Printf("PVPERF-CMSETUP-BEGIN\nconnection setup on %s, %d RC connections; client/server, the client's steps from create id to established, median of %d rounds, ratio to cmtime/cmtime (target <= 1.1, reported):\n%sPVPERF-CMSETUP-END\n",
 		*device, *cmConns, *cmRounds, b.String())
