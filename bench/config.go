@@ -136,6 +136,10 @@ type Config struct {
 	HTMLFile   string // --out_html: "" = none
 	// PvperfVersion is pvperf's version, recorded in the results.
 	PvperfVersion string
+	// Listening, when set, is called once a server listens for its
+	// client (on the out-of-band port, or the connection manager's),
+	// with the port: a client started after it finds the server.
+	Listening func(port int)
 }
 
 // TestName is the command that runs cfg's test: "write_bw", "send_lat",

@@ -37,7 +37,7 @@ func Run(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Write
 		return runLoopback(ctx, cfg, dev, out, errOut)
 	}
 	listens := cfg.Server == ""
-	s := &session{cfg: cfg, listens: listens, server: listens != cfg.Reversed, dev: dev, out: out, errOut: errOut}
+	s := &session{cfg: cfg, listens: listens, server: listens != cfg.Reversed, dev: dev, out: out, errOut: errOut, ready: cfg.Listening}
 	err := s.run(ctx)
 	return s.results(), err
 }

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/pvperf/pvperf/internal/cli"
+	"github.com/pvperf/pvperf/internal/clustercli"
 	"github.com/pvperf/pvperf/internal/reportcli"
 	"github.com/pvperf/pvperf/internal/setupcli"
 )
@@ -60,7 +61,7 @@ func run(argv []string, stdout, stderr io.Writer) int {
 // write_bw and ib_write_bw are the test write_bw.
 func command(name string) (string, bool) {
 	switch name {
-	case "devinfo", "report", setupcli.Name:
+	case "devinfo", "report", setupcli.Name, clustercli.Name:
 		return name, true
 	}
 	t := strings.TrimPrefix(name, "ib_")
@@ -78,6 +79,8 @@ func dispatch(name string, args []string, stdout, stderr io.Writer) int {
 		return reportcli.Run(args, stdout, stderr)
 	case setupcli.Name:
 		return setupcli.Main(args, stdout, stderr)
+	case clustercli.Name:
+		return clustercli.Main(args, stdout, stderr)
 	}
 	return cli.Main(name, args, stdout, stderr)
 }
@@ -133,6 +136,7 @@ Other commands:
   devinfo   devices, ports and GID tables (ibv_devinfo -v)
   report    JSON results to HTML, CSV or benchstat input
   cm_setup  time connection setup through rdma_cm, step by step (cmtime)
+  cluster   a test between all pairs of ranks under srun, mpirun, Kubernetes
   links DIR create links ib_write_bw ... in DIR to this binary
   version   print pvperf's version
 

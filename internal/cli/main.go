@@ -12,6 +12,7 @@ import (
 	"github.com/pvperf/pvperf/bench"
 	"github.com/pvperf/pvperf/devices"
 	"github.com/pvperf/pvperf/internal/unix"
+	"github.com/pvperf/pvperf/reports"
 	"github.com/pvperf/pvperf/verbs"
 )
 
@@ -44,25 +45,38 @@ func MainContext(ctx context.Context, test string, args []string, stdout, stderr
 		}
 		return 1
 	}
+	if _, err := Run(ctx, cfg, stdout, stderr); err != nil {
+		if !errors.Is(err, errReported) {
+			fmt.Fprint(stderr, bench.PerftestMessage(err))
+		}
+		return 1
+	}
+	return 0
+}
+
+// errReported: the error's message is already on stderr.
+var errReported = errors.New("cli: reported")
+
+// Run runs a configuration that Parse returned: it chooses the device
+// (printing perftest's messages when there is none), opens the connection
+// manager when -z or -R asks for it, and runs the benchmark. The error's
+// perftest message (bench.PerftestMessage) is not printed.
+func Run(ctx context.Context, cfg bench.Config, stdout, stderr io.Writer) (reports.Run, error) {
 	dev, ok := findDevice(cfg.Device, stderr)
 	if !ok {
-		return 1
+		return reports.Run{}, fmt.Errorf("no device %q: %w", cfg.Device, errReported)
 	}
 	cfg.PvperfVersion = Version
 	if cfg.CMExchange || cfg.RdmaCM {
 		m, err := devices.CM(dev)
 		if err != nil {
 			fmt.Fprintf(stderr, " %v\n Unable to create RDMA_CM resources\n", err)
-			return 1
+			return reports.Run{}, fmt.Errorf("%w: %w", err, errReported)
 		}
 		defer m.Close()
 		cfg.CM = m
 	}
-	if _, err := bench.Run(ctx, cfg, dev, stdout, stderr); err != nil {
-		fmt.Fprint(stderr, bench.PerftestMessage(err))
-		return 1
-	}
-	return 0
+	return bench.Run(ctx, cfg, dev, stdout, stderr)
 }
 
 // findDevice chooses the device as perftest's ctx_find_dev does: the one

@@ -1,0 +1,189 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// simulated runs a coordinator and n ranks in this process; test(rank)
+// is each rank's test (nil: the rank never joins).
+func simulated(t testing.TB, cfg Config, test func(rank int, die func()) Test) (*Results, []error, error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	errs := make([]error, cfg.Size)
+	var wg sync.WaitGroup
+	for r := range cfg.Size {
+		rctx, die := context.WithCancel(ctx)
+		defer die()
+		f := test(r, die)
+		if f == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[r] = Join(rctx, addr, cfg, Member{Rank: r, Host: fmt.Sprintf("node%d", r)}, f)
+		}()
+	}
+	res, err := Coordinate(ctx, ln, cfg)
+	wg.Wait()
+	return res, errs, err
+}
+
+// value is the simulated figure of a pair.
+func value(t Task, self int) Outcome {
+	if t.Server {
+		return Outcome{}
+	}
+	return Outcome{Value: float64(1000*t.Peer.Rank + self)}
+}
+
+func healthy(rank int, _ func()) Test {
+	return func(_ context.Context, t Task, ready func()) Outcome {
+		if t.Server {
+			ready()
+		}
+		return value(t, rank)
+	}
+}
+
+func TestRun(t *testing.T) {
+	var rounds []RoundResult
+	cfg := Config{Size: 6, Pattern: AllPairs, BasePort: 20000, Round: func(r RoundResult) { rounds = append(rounds, r) }}
+	res, errs, err := simulated(t, cfg, healthy)
+	if err != nil || errors.Join(errs...) != nil {
+		t.Fatalf("run: %v; ranks: %v", err, errs)
+	}
+	if res.Rounds != 5 || len(res.Pairs) != 15 || len(rounds) != 5 || len(res.Members) != 6 {
+		t.Fatalf("%d rounds, %d pairs, %d round reports, %d members", res.Rounds, len(res.Pairs), len(rounds), len(res.Members))
+	}
+	for _, p := range res.Pairs {
+		if p.Err != "" || p.Value != float64(1000*p.Server+p.Client) {
+			t.Errorf("pair %+v", p)
+		}
+	}
+	for i, m := range res.Members {
+		if m.Rank != i || m.Addr != "127.0.0.1" || m.Host != fmt.Sprintf("node%d", i) {
+			t.Errorf("member %d: %+v", i, m)
+		}
+	}
+}
+
+// A rank that dies after the rendezvous fails its pairs, not the run; a
+// rank whose test hangs fails its pair at the pair timeout, and its later
+// pairs at once.
+func TestFailingRanks(t *testing.T) {
+	cfg := Config{Size: 6, Pattern: AllPairs, BasePort: 20000, PairTimeout: 300 * time.Millisecond}
+	res, errs, err := simulated(t, cfg, func(rank int, die func()) Test {
+		switch rank {
+		case 2: // dies at its first task
+			return func(context.Context, Task, func()) Outcome {
+				die()
+				time.Sleep(100 * time.Millisecond)
+				return Outcome{}
+			}
+		case 4: // hangs past the pair timeout
+			return func(ctx context.Context, t Task, ready func()) Outcome {
+				if t.Server {
+					ready()
+				}
+				<-ctx.Done()
+				time.Sleep(time.Second)
+				return Outcome{}
+			}
+		}
+		return healthy(rank, die)
+	})
+	if errs[2] == nil {
+		t.Error("the dead rank's Join returned no error")
+	}
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	for _, p := range res.Pairs {
+		involved := func(r int) bool { return p.Server == r || p.Client == r }
+		switch {
+		case involved(2) || involved(4):
+			if p.Err == "" {
+				t.Errorf("pair %+v of a failing rank did not fail", p)
+			}
+		case p.Err != "" || p.Value != float64(1000*p.Server+p.Client):
+			t.Errorf("pair %+v of healthy ranks", p)
+		}
+	}
+}
+
+func TestRendezvousMissingRank(t *testing.T) {
+	cfg := Config{Size: 4, Pattern: Ring, BasePort: 20000, RendezvousTimeout: 500 * time.Millisecond}
+	_, errs, err := simulated(t, cfg, func(rank int, die func()) Test {
+		if rank == 3 {
+			return nil
+		}
+		return healthy(rank, die)
+	})
+	for r, e := range errs[:3] {
+		if !errors.Is(e, ErrAborted) {
+			t.Errorf("rank %d: %v, want ErrAborted", r, e)
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "3 of 4 ranks arrived") || !strings.Contains(err.Error(), "missing: 3") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// TestScale runs 1,024 simulated ranks in this process: the rendezvous,
+// then a ring (two rounds of 512 pairs) and the aggregation of its pairs;
+// it logs the rendezvous time. BenchmarkAllPairs1024 runs all 1,023 rounds.
+func TestScale(t *testing.T) {
+	const n = 1024
+	res := scale(t, Ring, n)
+	if res.Rounds != 2 || len(res.Pairs) != n {
+		t.Fatalf("%d rounds, %d pairs", res.Rounds, len(res.Pairs))
+	}
+	t.Logf("%d ranks: rendezvous %.3f s, %d rounds in %.3f s", n, res.RendezvousSeconds, res.Rounds, res.Seconds-res.RendezvousSeconds)
+}
+
+// scale runs n healthy simulated ranks and checks every pair.
+func scale(t testing.TB, p Pattern, n int) *Results {
+	cfg := Config{Size: n, Pattern: p, BasePort: 20000}
+	res, errs, err := simulated(t, cfg, healthy)
+	if err != nil || errors.Join(errs...) != nil {
+		t.Fatalf("run: %v; ranks: %v", err, errors.Join(errs...))
+	}
+	seen := make(map[[2]int]bool, len(res.Pairs))
+	for _, p := range res.Pairs {
+		k := [2]int{min(p.Server, p.Client), max(p.Server, p.Client)}
+		if seen[k] || p.Err != "" || p.Value != float64(1000*p.Server+p.Client) {
+			t.Fatalf("pair %+v (seen before: %v)", p, seen[k])
+		}
+		seen[k] = true
+	}
+	return res
+}
+
+// BenchmarkAllPairs1024: the rendezvous of 1,024 ranks and the 1,023
+// rounds of all pairs (523,776 pairs), with tests that take no time: what
+// the coordination itself costs.
+func BenchmarkAllPairs1024(b *testing.B) {
+	const n = 1024
+	for b.Loop() {
+		res := scale(b, AllPairs, n)
+		if len(res.Pairs) != n*(n-1)/2 {
+			b.Fatalf("%d pairs", len(res.Pairs))
+		}
+		b.ReportMetric(res.RendezvousSeconds, "rendezvous-s")
+		b.ReportMetric(1000*(res.Seconds-res.RendezvousSeconds)/float64(res.Rounds), "ms/round")
+	}
+}

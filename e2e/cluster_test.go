@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clusterRun starts n ranks of "pvperf cluster" on the emulated device,
+// ranks given with --rank and --size, and returns them (rank 0 first).
+// skip lists ranks not started.
+func clusterRun(t *testing.T, ctx context.Context, n int, opts []string, test []string, skip ...int) []*proc {
+	t.Helper()
+	rdv := freePort(t)
+	base := strconv.Itoa(freePort(t))
+	var ps []*proc
+	for r := range n {
+		if contains(skip, r) {
+			continue
+		}
+		args := append([]string{"cluster", "--rank", strconv.Itoa(r), "--size", strconv.Itoa(n),
+			"--rendezvous", fmt.Sprintf("127.0.0.1:%d", rdv), "--base-port", base}, opts...)
+		ps = append(ps, start(t, ctx, "pvperf", append(args, test...)...))
+	}
+	return ps
+}
+
+func contains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// TestClusterAllPairs: four processes test every pair of ranks with
+// write_bw on the emulated device; rank 0 prints the rounds and the
+// matrix and writes the JSON, CSV and HTML reports; every rank exits 0.
+func TestClusterAllPairs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	js, csvFile, html := filepath.Join(dir, "m.json"), filepath.Join(dir, "m.csv"), filepath.Join(dir, "m.html")
+	ps := clusterRun(t, ctx, 4, []string{"--out_json", js, "--out_csv", csvFile, "--out_html", html}, []string{"write_bw", "-d", "emu0", "-n", "500"})
+	for i, p := range ps {
+		if code, err := p.wait(); code != 0 || err != nil {
+			t.Errorf("rank %d: exit %d (%v)\n%s%s", i, code, err, p.stdout.String(), p.stderr.String())
+		}
+	}
+	out := ps[0].stdout.String()
+	for _, want := range []string{"round 1/3", "round 3/3", "server\\client", "0 of 6 links failing"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rank 0's output lacks %q:\n%s", want, out)
+		}
+	}
+	var rep struct {
+		Schema string
+		Size   int
+		Rounds int
+		Links  []struct {
+			Server, Client int
+			Value          float64
+			Status         string
+		}
+		Matrix  [][]*float64
+		Failing []any
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("JSON report: %v", err)
+	}
+	if rep.Schema != "pvperf-cluster/1" || rep.Size != 4 || rep.Rounds != 3 || len(rep.Links) != 6 || len(rep.Failing) != 0 {
+		t.Fatalf("report: %+v", rep)
+	}
+	pairs := map[[2]int]bool{}
+	for _, l := range rep.Links {
+		if l.Status != "ok" || !(l.Value > 0) || rep.Matrix[l.Server][l.Client] == nil || *rep.Matrix[l.Server][l.Client] != l.Value {
+			t.Errorf("link %+v", l)
+		}
+		pairs[[2]int{min(l.Server, l.Client), max(l.Server, l.Client)}] = true
+	}
+	if len(pairs) != 6 {
+		t.Errorf("%d distinct pairs", len(pairs))
+	}
+	if c, _ := os.ReadFile(csvFile); strings.Count(string(c), "\n") != 7 {
+		t.Errorf("CSV:\n%s", c)
+	}
+	if h, _ := os.ReadFile(html); !strings.Contains(string(h), `id="matrix"`) {
+		t.Errorf("HTML has no matrix")
+	}
+}
+
+// TestClusterThreshold: a bandwidth no link reaches makes rank 0 exit 1
+// and name every link.
+func TestClusterThreshold(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ps := clusterRun(t, ctx, 3, []string{"--pattern", "ring", "--min_bw", "1e12"}, []string{"write_bw", "-d", "emu0", "-n", "200"})
+	code, _ := ps[0].wait()
+	for _, p := range ps[1:] {
+		if c, _ := p.wait(); c != 0 {
+			t.Errorf("rank exit %d: %s", c, p.stderr.String())
+		}
+	}
+	out := ps[0].stdout.String() + ps[0].stderr.String()
+	if code != 1 || strings.Count(out, "FAILING link") != 3 || !strings.Contains(out, "below --min_bw") || !strings.Contains(out, "3 of 3 links failing") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
+
+// TestClusterMissingRank: a rank that never arrives fails the rendezvous
+// in its bounded time, naming the rank, and the others exit non-zero.
+func TestClusterMissingRank(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ps := clusterRun(t, ctx, 3, []string{"--rendezvous-timeout", "2s"}, []string{"send_lat", "-d", "emu0", "-n", "100"}, 2)
+	code, _ := ps[0].wait()
+	out := ps[0].stderr.String()
+	if code != 1 || !strings.Contains(out, "2 of 3 ranks arrived") || !strings.Contains(out, "missing: 2") {
+		t.Errorf("rank 0: exit %d: %s", code, out)
+	}
+	if c, _ := ps[1].wait(); c == 0 || !strings.Contains(ps[1].stderr.String(), "aborted") {
+		t.Errorf("rank 1: exit %d: %s", c, ps[1].stderr.String())
+	}
+}

@@ -1,0 +1,67 @@
+package clustercli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func call(env map[string]string, args ...string) (int, string, string) {
+	var o, e bytes.Buffer
+	getenv := func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	}
+	rc := MainEnv(args, getenv, &o, &e)
+	return rc, o.String(), e.String()
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "no test"},
+		{[]string{"--pattern", "star", "write_bw"}, "unknown pattern"},
+		{[]string{"write_bandwidth"}, "unknown test"},
+		{[]string{"write_bw", "-a"}, "-a (one size per run)"},
+		{[]string{"write_bw", "--loopback"}, "--loopback"},
+		{[]string{"write_bw", "-p", "7000"}, "-p (the cluster chooses the ports)"},
+		{[]string{"write_bw", "--out_json"}, "output files"},
+		{[]string{"--max_lat", "5", "write_bw"}, "--max_lat with a bandwidth test"},
+		{[]string{"--min_bw", "5", "send_lat"}, "--min_bw with a latency test"},
+		{[]string{"--below_median", "150", "send_lat"}, "a percentage at most 100"},
+		{[]string{"--min_bw", "-1", "write_bw"}, "not negative"},
+		{[]string{"--pair-timeout", "0s", "write_bw"}, "timeouts must be positive"},
+		{[]string{"write_bw", "-s", "notasize"}, "write_bw -s notasize"},
+	} {
+		rc, out, errOut := call(nil, c.args...)
+		if rc != ExitUsage || !strings.Contains(errOut, c.want) || out != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and %q", c.args, rc, out, errOut, ExitUsage, c.want)
+		}
+	}
+	if rc, out, _ := call(nil, "--help"); rc != ExitOK || !strings.Contains(out, "Usage: pvperf cluster") {
+		t.Errorf("--help: exit %d, %q", rc, out)
+	}
+}
+
+// A launcher environment that is incomplete or contradicts itself is
+// refused, naming the variable; so is one that does not say where rank 0
+// is.
+func TestLauncherErrors(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{}, "no launcher found"},
+		{map[string]string{"SLURM_PROCID": "1"}, "SLURM_NTASKS is not set"},
+		{map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_STEP_NODELIST": "n[1-"}, "SLURM_STEP_NODELIST"},
+		{map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}, "give --rendezvous"},
+		{map[string]string{"JOB_COMPLETION_INDEX": "0"}, "PVPERF_SIZE"},
+	} {
+		rc, _, errOut := call(c.env, "write_bw", "-d", "emu0")
+		if rc != ExitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %q", c.env, rc, errOut, c.want)
+		}
+	}
+}
