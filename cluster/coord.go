@@ -335,6 +335,11 @@ func runRound(ctx context.Context, cfg Config, r int, round []Pair, peers []*pee
 			side := 0
 			if e.rank == pr.Client {
 				side = 1
+				// A server whose client failed would wait for it
+				// until the pair timeout.
+				if _, waiting := owed[pr.Server]; waiting && o.Err != "" && peers[pr.Server].gone == nil {
+					_ = peers[pr.Server].send(message{Type: msgCancel, Round: r + 1})
+				}
 			}
 			got[i][side] = &o
 		case <-deadline.C:

@@ -13,12 +13,14 @@ import (
 // rank 0 answers every rank "members" once all have arrived (or "abort"),
 // then, each round, sends the servers their tasks (with the peer's
 // member), each client its task once its server says it is "ready"
-// (listening), and reads the outcomes; "done" ends the run.
+// (listening), and reads the outcomes; when a client fails, its server is
+// told to "cancel" its test. "done" ends the run.
 const (
 	msgHello   = "hello"
 	msgMembers = "members"
 	msgTask    = "task"
 	msgReady   = "ready"
+	msgCancel  = "cancel"
 	msgOutcome = "outcome"
 	msgDone    = "done"
 	msgAbort   = "abort"
@@ -112,9 +114,10 @@ func decode(line []byte) (message, error) {
 		return message{}, fmt.Errorf("%w: task without a peer and a port", errMessage)
 	case m.Type == msgOutcome && m.Outcome == nil:
 		return message{}, fmt.Errorf("%w: outcome without a result", errMessage)
-	case m.Type == msgReady && m.Round < 1:
-		return message{}, fmt.Errorf("%w: ready without a round", errMessage)
-	case m.Type == msgHello, m.Type == msgMembers, m.Type == msgTask, m.Type == msgReady, m.Type == msgOutcome, m.Type == msgDone, m.Type == msgAbort:
+	case (m.Type == msgReady || m.Type == msgCancel) && m.Round < 1:
+		return message{}, fmt.Errorf("%w: %s without a round", errMessage, m.Type)
+	case m.Type == msgHello, m.Type == msgMembers, m.Type == msgTask, m.Type == msgReady, m.Type == msgCancel,
+		m.Type == msgOutcome, m.Type == msgDone, m.Type == msgAbort:
 		return m, nil
 	}
 	return message{}, fmt.Errorf("%w: unknown type %q", errMessage, m.Type)

@@ -231,7 +231,8 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		}
 	}
 	type cell struct {
-		Text, Style, Title string
+		Text, Title string
+		Style       template.CSS // built here from numbers, never from input
 	}
 	rows := make([][]cell, r.Size)
 	for s, row := range r.Matrix {
@@ -252,7 +253,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 				}
 				// Red (worst) to green (best).
 				rows[s][c] = cell{Text: strconv.FormatFloat(*v, 'f', 1, 64),
-					Style: fmt.Sprintf("background:hsl(%.0f,70%%,75%%)", 120*q),
+					Style: template.CSS(fmt.Sprintf("background:hsl(%.0f,70%%,75%%)", 120*q)),
 					Title: fmt.Sprintf("%d -> %d: %.2f %s", s, c, *v, r.Metric.Unit)}
 			}
 		}
@@ -265,10 +266,15 @@ func (r *Report) WriteHTML(w io.Writer) error {
 			c.Text = "✗"
 		}
 	}
+	median := ""
+	if r.Median != nil {
+		median = strconv.FormatFloat(*r.Median, 'f', 2, 64)
+	}
 	return htmlPage.Execute(w, struct {
 		*Report
-		Rows [][]cell
-	}{r, rows})
+		Rows       [][]cell
+		MedianText string
+	}{r, rows, median})
 }
 
 var htmlPage = template.Must(template.New("page").Parse(`<!DOCTYPE html>
@@ -280,7 +286,7 @@ table.m td,table.m th{border:1px solid #ccc;padding:3px 5px;text-align:right;min
 table.l{border-collapse:collapse}table.l td,table.l th{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left}
 </style></head><body>
 <h1>{{.Test}} over {{.Size}} ranks</h1>
-<p>{{.Metric.Name}} in {{.Metric.Unit}}, pattern {{.Pattern}}, launcher {{.Launcher}}, {{.Rounds}} rounds, {{len .Links}} links{{if .Median}}, median link {{printf "%.2f" .Median}} {{.Metric.Unit}}{{end}}; rendezvous {{printf "%.2f" .RendezvousSeconds}} s, run {{printf "%.2f" .Seconds}} s.</p>
+<p>{{.Metric.Name}} in {{.Metric.Unit}}, pattern {{.Pattern}}, launcher {{.Launcher}}, {{.Rounds}} rounds, {{len .Links}} links{{with .MedianText}}, median link {{.}} {{$.Metric.Unit}}{{end}}; rendezvous {{printf "%.2f" .RendezvousSeconds}} s, run {{printf "%.2f" .Seconds}} s.</p>
 <h2>Matrix (server row, client column)</h2>
 <table class="m" id="matrix"><tr><th>server \ client</th>{{range $i, $m := .Members}}<th title="{{$m.Host}}">{{$i}}</th>{{end}}</tr>
 {{range $s, $row := .Rows}}<tr><th title="{{(index $.Members $s).Host}}">{{$s}}</th>{{range $row}}<td style="{{.Style}}" title="{{.Title}}">{{.Text}}</td>{{end}}</tr>

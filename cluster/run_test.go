@@ -125,6 +125,28 @@ func TestFailingRanks(t *testing.T) {
 	}
 }
 
+// A client that fails makes rank 0 cancel its server's test, which would
+// otherwise wait for its client until the pair timeout.
+func TestCancelServer(t *testing.T) {
+	cfg := Config{Size: 2, Pattern: AllPairs, BasePort: 20000, PairTimeout: time.Minute}
+	res, errs, err := simulated(t, cfg, func(rank int, die func()) Test {
+		return func(ctx context.Context, t Task, ready func()) Outcome {
+			if !t.Server {
+				return Outcome{Err: "Couldn't connect"}
+			}
+			ready()
+			<-ctx.Done()
+			return Outcome{Err: context.Cause(ctx).Error()}
+		}
+	})
+	if err != nil || errors.Join(errs...) != nil {
+		t.Fatalf("run: %v; ranks: %v", err, errs)
+	}
+	if len(res.Pairs) != 1 || !strings.Contains(res.Pairs[0].Err, "client (rank 1): Couldn't connect; server (rank 0): context canceled") {
+		t.Errorf("pairs: %+v", res.Pairs)
+	}
+}
+
 func TestRendezvousMissingRank(t *testing.T) {
 	cfg := Config{Size: 4, Pattern: Ring, BasePort: 20000, RendezvousTimeout: 500 * time.Millisecond}
 	_, errs, err := simulated(t, cfg, func(rank int, die func()) Test {

@@ -64,35 +64,95 @@ func Join(ctx context.Context, addr string, cfg Config, me Member, test Test) er
 		return fmt.Errorf("cluster: rank %d: %w: %s of %d ranks instead of the members of %d", me.Rank, errMessage, m.Type, m.Size, cfg.Size)
 	}
 	idle := time.Duration(len(rounds)+1) * cfg.PairTimeout
+	// The messages of rank 0 are read all along, so that a cancel reaches
+	// a test under way.
+	type read struct {
+		m   message
+		err error
+	}
+	msgs := make(chan read, 1)
+	quit := make(chan struct{})
+	defer close(quit)
+	go func() {
+		for {
+			_ = conn.SetReadDeadline(time.Now().Add(idle))
+			m, err := r.read()
+			select {
+			case msgs <- read{m, err}:
+			case <-quit:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var wmu sync.Mutex
+	send := func(m message) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		_ = conn.SetWriteDeadline(time.Now().Add(cfg.PairTimeout))
+		return write(conn, m)
+	}
+	// next is rank 0's next message between tests.
+	next := func() (message, error) {
+		in := <-msgs
+		if in.err != nil {
+			return message{}, fmt.Errorf("cluster: rank %d: waiting for rank 0: %w", me.Rank, ctxErr(ctx, in.err))
+		}
+		switch in.m.Type {
+		case msgDone, msgTask, msgCancel:
+			return in.m, nil
+		case msgAbort:
+			return message{}, fmt.Errorf("%w by rank 0: %s", ErrAborted, in.m.Reason)
+		}
+		return message{}, fmt.Errorf("cluster: rank %d: %w: %s from rank 0", me.Rank, errMessage, in.m.Type)
+	}
 	for {
-		_ = conn.SetReadDeadline(time.Now().Add(idle))
-		m, err := r.read()
+		m, err := next()
 		if err != nil {
-			return fmt.Errorf("cluster: rank %d: waiting for rank 0: %w", me.Rank, ctxErr(ctx, err))
+			return err
 		}
 		switch m.Type {
 		case msgDone:
 			return nil
-		case msgAbort:
-			return fmt.Errorf("%w by rank 0: %s", ErrAborted, m.Reason)
-		case msgTask:
-		default:
-			return fmt.Errorf("cluster: rank %d: %w: %s from rank 0", me.Rank, errMessage, m.Type)
+		case msgCancel:
+			continue // the test it cancels has ended
 		}
-		tctx, cancel := context.WithTimeout(ctx, cfg.PairTimeout)
+		task := *m.Task
+		tctx, cancel := context.WithTimeoutCause(ctx, cfg.PairTimeout, errors.New("the pair timeout"))
 		var once sync.Once
-		round := m.Task.Round
 		ready := func() {
-			once.Do(func() {
-				_ = conn.SetWriteDeadline(time.Now().Add(cfg.PairTimeout))
-				_ = write(conn, message{Type: msgReady, Round: round})
-			})
+			once.Do(func() { _ = send(message{Type: msgReady, Round: task.Round}) })
 		}
-		o := test(tctx, *m.Task, ready)
+		done := make(chan Outcome, 1)
+		go func() { done <- test(tctx, task, ready) }()
+		var o Outcome
+	wait:
+		for {
+			select {
+			case o = <-done:
+				break wait
+			case in := <-msgs:
+				if in.err == nil && in.m.Type == msgCancel && in.m.Round == task.Round {
+					cancel()
+					continue
+				}
+				// Anything else ends the run: the test ends with it.
+				cancel()
+				<-done
+				if in.err != nil {
+					return fmt.Errorf("cluster: rank %d: rank 0 gone during round %d: %w", me.Rank, task.Round, ctxErr(ctx, in.err))
+				}
+				if in.m.Type == msgAbort {
+					return fmt.Errorf("%w by rank 0: %s", ErrAborted, in.m.Reason)
+				}
+				return fmt.Errorf("cluster: rank %d: %w: %s from rank 0 during round %d", me.Rank, errMessage, in.m.Type, task.Round)
+			}
+		}
 		cancel()
-		o.Round = m.Task.Round
-		_ = conn.SetWriteDeadline(time.Now().Add(cfg.PairTimeout))
-		if err := write(conn, message{Type: msgOutcome, Outcome: &o}); err != nil {
+		o.Round = task.Round
+		if err := send(message{Type: msgOutcome, Outcome: &o}); err != nil {
 			return fmt.Errorf("cluster: rank %d: report to rank 0: %w", me.Rank, ctxErr(ctx, err))
 		}
 	}

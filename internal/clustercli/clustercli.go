@@ -71,6 +71,7 @@ type options struct {
 	jsonFile    string
 	csvFile     string
 	htmlFile    string
+	verbose     bool
 	test        string
 	testArgs    []string
 	testConfig  bench.Config
@@ -116,6 +117,7 @@ func parse(args []string, stdout, stderr io.Writer) (o options, code int, ok boo
 	fs.StringVar(&o.jsonFile, "out_json", "", "rank 0 writes the report as JSON to `FILE`")
 	fs.StringVar(&o.csvFile, "out_csv", "", "rank 0 writes one CSV line per link to `FILE`")
 	fs.StringVar(&o.htmlFile, "out_html", "", "rank 0 writes an HTML page with the matrix as a heatmap to `FILE`")
+	fs.BoolVarP(&o.verbose, "verbose", "v", false, "every rank copies its tests' output to its standard error")
 	help := fs.BoolP("help", "h", false, "print this help")
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	fail := func(format string, a ...any) (options, int, bool) {
@@ -198,16 +200,29 @@ func run(ctx context.Context, o options, getenv func(string) (string, bool), std
 	if err != nil {
 		return ExitUsage, err
 	}
-	addr, err := rendezvousAddr(o, info, getenv)
-	if err != nil {
+	var addr string
+	var ln net.Listener
+	_, given := getenv("PVPERF_RENDEZVOUS")
+	if info.Launcher == launch.PMI && o.rendezvous == "" && !given {
+		// Rank 0 listens on a port of its own and tells the others
+		// through the PMI server's key-value space.
+		addr, ln, err = pmiRendezvous(o, info, getenv)
+		if err != nil {
+			return ExitFailing, err
+		}
+	} else if addr, err = rendezvousAddr(o, info, getenv); err != nil {
 		return ExitUsage, err
 	}
 	cfg := cluster.Config{Size: info.Size, Pattern: cluster.Pattern(o.pattern), BasePort: o.basePort,
 		RendezvousTimeout: o.rdvTimeout, PairTimeout: o.pairTimeout}
 	host, _ := os.Hostname()
 	me := cluster.Member{Rank: info.Rank, Host: host, Addr: o.addr, Device: o.testConfig.Device}
+	var verbose io.Writer
+	if o.verbose {
+		verbose = stderr
+	}
 	test := func(ctx context.Context, t cluster.Task, ready func()) cluster.Outcome {
-		return runTask(ctx, o, t, ready)
+		return runTask(ctx, o, t, ready, verbose)
 	}
 	if info.Rank != 0 {
 		if err := cluster.Join(ctx, addr, cfg, me, test); err != nil {
@@ -215,9 +230,10 @@ func run(ctx context.Context, o options, getenv func(string) (string, bool), std
 		}
 		return ExitOK, nil
 	}
-	ln, err := listen(addr)
-	if err != nil {
-		return ExitFailing, err
+	if ln == nil {
+		if ln, err = listen(addr); err != nil {
+			return ExitFailing, err
+		}
 	}
 	fmt.Fprintf(stdout, " pvperf cluster: %s over %d ranks (%s, %s), rank 0 at %s\n", o.test, info.Size, o.pattern, info.Launcher, ln.Addr())
 	cfg.Round = func(r cluster.RoundResult) {
@@ -234,7 +250,7 @@ func run(ctx context.Context, o options, getenv func(string) (string, bool), std
 	joined := make(chan error, 1)
 	jctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { joined <- cluster.Join(jctx, ln.Addr().String(), cfg, me, test) }()
+	go func() { joined <- cluster.Join(jctx, addr, cfg, me, test) }()
 	res, err := cluster.Coordinate(ctx, ln, cfg)
 	if jerr := <-joined; err == nil && jerr != nil {
 		err = jerr
@@ -272,8 +288,9 @@ func shorten(parts []string, n int) string {
 }
 
 // rendezvousAddr is rank 0's address: --rendezvous (or PVPERF_RENDEZVOUS),
-// the first node of Slurm's list, or 127.0.0.1 when every rank runs on
-// this node (or the launcher is the command line).
+// <job>-0.<service> in a Kubernetes Indexed Job (PVPERF_SERVICE), the
+// first node of Slurm's list, or 127.0.0.1 when every rank runs on this
+// node (or the launcher is the command line).
 func rendezvousAddr(o options, info launch.Info, getenv func(string) (string, bool)) (string, error) {
 	a := o.rendezvous
 	if a == "" {
@@ -281,6 +298,16 @@ func rendezvousAddr(o options, info launch.Info, getenv func(string) (string, bo
 	}
 	if a == "" {
 		switch {
+		case info.Launcher == launch.Kubernetes:
+			// An Indexed Job's pods are <job>-<index>, named in DNS under
+			// the Job's headless service: rank 0 is <job>-0.<service>.
+			svc, _ := getenv("PVPERF_SERVICE")
+			host, _ := getenv("HOSTNAME")
+			job, ok := strings.CutSuffix(host, "-"+strconv.Itoa(info.Rank))
+			if svc == "" || !ok || job == "" {
+				return "", fmt.Errorf("no rendezvous: in a Kubernetes Indexed Job, set PVPERF_SERVICE to the Job's headless service (with HOSTNAME=%q, the pod's, as <job>-<index>), or give --rendezvous HOST:PORT", host)
+			}
+			a = job + "-0." + svc
 		case len(info.Nodes) > 0:
 			a = info.Nodes[0]
 		case info.Launcher == launch.Flags || allLocal(info, getenv):
@@ -303,7 +330,66 @@ func allLocal(info launch.Info, getenv func(string) (string, bool)) bool {
 			return err == nil && n == info.Size
 		}
 	}
+	for _, name := range []string{"SLURM_STEP_NUM_NODES", "SLURM_NNODES"} {
+		if v, ok := getenv(name); ok {
+			return v == "1"
+		}
+	}
 	return false
+}
+
+// pmiKey is the key under which rank 0 publishes its address.
+const pmiKey = "pvperf-rendezvous"
+
+// pmiRendezvous shares rank 0's address through PMI-1: rank 0 listens on
+// a free port (of 127.0.0.1 when every rank is on this node, else of
+// every interface) and puts its address (--addr, or this host's name),
+// then every rank meets at the barrier and the others get it. Rank 0
+// returns its listener.
+func pmiRendezvous(o options, info launch.Info, getenv func(string) (string, bool)) (string, net.Listener, error) {
+	p, err := launch.OpenPMI(info.PMIFD, 30*time.Second)
+	if err != nil {
+		return "", nil, err
+	}
+	defer p.Close()
+	var ln net.Listener
+	if info.Rank == 0 {
+		host := o.addr
+		bind := ""
+		switch {
+		case host == "" && allLocal(info, getenv):
+			host, bind = "127.0.0.1", "127.0.0.1"
+		case host == "":
+			if host, err = os.Hostname(); err != nil {
+				return "", nil, err
+			}
+		}
+		if ln, err = net.Listen("tcp", net.JoinHostPort(bind, "0")); err != nil {
+			return "", nil, fmt.Errorf("rank 0: rendezvous: %w", err)
+		}
+		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		if err := p.Put(pmiKey, net.JoinHostPort(host, port)); err != nil {
+			ln.Close()
+			return "", nil, err
+		}
+	}
+	if err := p.Barrier(o.rdvTimeout); err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		return "", nil, err
+	}
+	addr, err := p.Get(pmiKey)
+	if err == nil && addr == "" {
+		err = fmt.Errorf("rank 0 published no %s", pmiKey)
+	}
+	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		return "", nil, err
+	}
+	return addr, ln, nil
 }
 
 // listen opens rank 0's rendezvous socket on addr's port, on every
@@ -324,19 +410,24 @@ func listen(addr string) (net.Listener, error) {
 }
 
 // runTask runs one side of a pair's test; a server calls ready once it
-// listens.
-func runTask(ctx context.Context, o options, t cluster.Task, ready func()) cluster.Outcome {
+// listens. With verbose set, the test's output is copied there.
+func runTask(ctx context.Context, o options, t cluster.Task, ready func(), verbose io.Writer) cluster.Outcome {
 	args := append(append([]string(nil), o.testArgs...), "-p", strconv.Itoa(t.Port))
 	if !t.Server {
 		args = append(args, t.Peer.Addr)
 	}
 	var out, errOut bytes.Buffer
-	cfg, err := cli.Parse(o.test, args, &out, &errOut)
+	var w, ew io.Writer = &out, &errOut
+	if verbose != nil {
+		fmt.Fprintf(verbose, "--- round %d: %s %s\n", t.Round, o.test, strings.Join(args, " "))
+		w, ew = io.MultiWriter(&out, verbose), io.MultiWriter(&errOut, verbose)
+	}
+	cfg, err := cli.Parse(o.test, args, w, ew)
 	if err != nil {
 		return cluster.Outcome{Err: fmt.Sprintf("%s %s: %v %s", o.test, strings.Join(args, " "), err, strings.TrimSpace(errOut.String()))}
 	}
 	cfg.Listening = func(int) { ready() }
-	res, err := cli.Run(ctx, cfg, &out, &errOut)
+	res, err := cli.Run(ctx, cfg, w, ew)
 	if err != nil {
 		msg := strings.TrimSpace(errOut.String())
 		if msg == "" {

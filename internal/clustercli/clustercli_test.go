@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/pvperf/pvperf/launch"
 )
 
 func call(env map[string]string, args ...string) (int, string, string) {
@@ -58,10 +60,41 @@ func TestLauncherErrors(t *testing.T) {
 		{map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_STEP_NODELIST": "n[1-"}, "SLURM_STEP_NODELIST"},
 		{map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}, "give --rendezvous"},
 		{map[string]string{"JOB_COMPLETION_INDEX": "0"}, "PVPERF_SIZE"},
+		{map[string]string{"JOB_COMPLETION_INDEX": "2", "PVPERF_SIZE": "4", "HOSTNAME": "pvperf-2"}, "set PVPERF_SERVICE"},
+		{map[string]string{"JOB_COMPLETION_INDEX": "2", "PVPERF_SIZE": "4", "HOSTNAME": "other", "PVPERF_SERVICE": "s"}, `HOSTNAME="other"`},
 	} {
 		rc, _, errOut := call(c.env, "write_bw", "-d", "emu0")
 		if rc != ExitUsage || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %q", c.env, rc, errOut, c.want)
+		}
+	}
+}
+
+// The rendezvous address each launcher leads to.
+func TestRendezvousAddr(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		flag string
+		want string
+	}{
+		{map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "4", "SLURM_STEP_NODELIST": "gpu[07-08]"}, "", "gpu07:18600"},
+		{map[string]string{"JOB_COMPLETION_INDEX": "3", "PVPERF_SIZE": "4", "HOSTNAME": "pvperf-mesh-3", "PVPERF_SERVICE": "pvperf"}, "", "pvperf-mesh-0.pvperf:18600"},
+		{map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}, "", "127.0.0.1:18600"},
+		{map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2", "PVPERF_RENDEZVOUS": "head:7000"}, "", "head:7000"},
+		{map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "4", "SLURM_STEP_NODELIST": "gpu[07-08]"}, "10.1.2.3", "10.1.2.3:18600"},
+	} {
+		o, _, ok := parse([]string{"--rendezvous=" + c.flag, "write_bw"}, &bytes.Buffer{}, &bytes.Buffer{})
+		if !ok {
+			t.Fatal("parse failed")
+		}
+		getenv := func(k string) (string, bool) { v, ok := c.env[k]; return v, ok }
+		info, err := launch.Detect(getenv, launch.Overrides{Rank: -1, Size: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := rendezvousAddr(o, info, getenv)
+		if err != nil || got != c.want {
+			t.Errorf("%v %q: %q, %v; want %q", c.env, c.flag, got, err, c.want)
 		}
 	}
 }

@@ -1,0 +1,99 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func results() *Results {
+	return &Results{
+		Members: []Member{{Rank: 0, Host: "a"}, {Rank: 1, Host: "b"}, {Rank: 2, Host: "c"}, {Rank: 3, Host: "d"}},
+		Rounds:  3,
+		Pairs: []PairResult{
+			{Round: 1, Server: 0, Client: 1, Value: 100}, {Round: 1, Server: 2, Client: 3, Value: 40},
+			{Round: 2, Server: 0, Client: 2, Value: 98}, {Round: 2, Server: 3, Client: 1, Value: 45},
+			{Round: 3, Server: 0, Client: 3, Value: 50}, {Round: 3, Server: 1, Client: 2, Err: "client (rank 2): gone"},
+		},
+	}
+}
+
+var bw = Metric{Name: "bw_average", Unit: "MiB/s", HigherIsBetter: true}
+
+func TestReportThresholds(t *testing.T) {
+	r := NewReport("write_bw", nil, "flags", bw, Thresholds{MedianPct: 80}, AllPairs, results())
+	// The median of 100, 40, 98, 45, 50 is 50: links below 40 fail.
+	if *r.Median != 50 || len(r.Failing) != 1 || r.Failing[0].Status != "failed" || r.OK() {
+		t.Fatalf("median %v, failing %+v", *r.Median, r.Failing)
+	}
+	r = NewReport("write_bw", nil, "flags", bw, Thresholds{MinBW: 60}, AllPairs, results())
+	var below []string
+	for _, l := range r.Failing {
+		if l.Status == "threshold" {
+			below = append(below, l.Err)
+		}
+	}
+	if len(below) != 3 || !strings.Contains(below[0], "below --min_bw 60.00") {
+		t.Errorf("below --min_bw: %q", below)
+	}
+	// Rank 3's links all fail (40, 45, 50 below 60): a failing node; so
+	// do rank 2's (40 and the failed one) and rank 1's (45, failed).
+	var nodes []int
+	for _, n := range r.FailingNodes {
+		nodes = append(nodes, n.Rank)
+	}
+	if len(nodes) != 3 || nodes[0] != 1 || nodes[1] != 2 || nodes[2] != 3 {
+		t.Errorf("failing nodes %v", nodes)
+	}
+	lat := Metric{Name: "latency_typical", Unit: "usec"}
+	r = NewReport("send_lat", nil, "flags", lat, Thresholds{MaxLat: 99}, AllPairs, results())
+	if len(r.Failing) != 2 || !strings.Contains(r.Failing[0].Err, "100.00 usec above --max_lat 99.00") {
+		t.Errorf("--max_lat: %+v", r.Failing)
+	}
+}
+
+func TestReportFormats(t *testing.T) {
+	r := NewReport("write_bw", []string{"-s", "4096"}, "slurm", bw, Thresholds{MinBW: 60}, AllPairs, results())
+	var b bytes.Buffer
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, b.String())
+	}
+	if back.Schema != Schema || back.Size != 4 || len(back.Links) != 6 || *back.Matrix[0][1] != 100 || back.Matrix[1][0] != nil || back.Matrix[1][2] != nil {
+		t.Errorf("JSON back: %+v", back)
+	}
+	b.Reset()
+	if err := r.WriteCSV(&b); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil || len(rows) != 7 || rows[0][5] != "bw_average_MiB/s" || rows[6][6] != "failed" || rows[6][5] != "" {
+		t.Errorf("CSV %v: %q", err, rows)
+	}
+	b.Reset()
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"median link: 50.00 MiB/s", "FAILING link 1 (b) -> 2 (c): client (rank 2): gone", "FAILING node 3 (d): 3 of its 3 links", "4 of 6 links failing"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	if err := r.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "%!") {
+		t.Errorf("HTML has a formatting error:\n%s", b.String())
+	}
+	for _, want := range []string{`id="matrix"`, `title="0 -&gt; 1: 100.00 MiB/s"`, "outline:3px solid", "Failing links (4)", "median link 50.00 MiB/s"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+}
