@@ -133,3 +133,35 @@ func TestClusterMissingRank(t *testing.T) {
 		t.Errorf("rank 1: exit %d: %s", c, ps[1].stderr.String())
 	}
 }
+
+// TestClusterRankDies: a rank killed during the run fails its own pairs,
+// named, and not the others'; rank 0 exits 1, the surviving ranks 0.
+func TestClusterRankDies(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// A ring of 3: 0->1, then 1->2, then 2->0.
+	ps := clusterRun(t, ctx, 3, []string{"--pattern", "ring", "--pair-timeout", "30s"}, []string{"write_bw", "-d", "emu0", "-D", "2"})
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(ps[0].stdout.String(), "rank 0 at"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("rank 0 did not start: %s", ps[0].stderr.String())
+		}
+	}
+	time.Sleep(time.Second) // round 1 (0->1) runs for 2 s
+	if err := ps[2].cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	code, _ := ps[0].wait()
+	out := ps[0].stdout.String()
+	if code != 1 {
+		t.Errorf("rank 0: exit %d:\n%s%s", code, out, ps[0].stderr.String())
+	}
+	for _, want := range []string{"FAILING link 1", "FAILING link 2", "rank 2 left", "2 of 3 links failing"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rank 0's output lacks %q:\n%s", want, out)
+		}
+	}
+	if c, _ := ps[1].wait(); c != 0 {
+		t.Errorf("rank 1: exit %d: %s", c, ps[1].stderr.String())
+	}
+	_, _ = ps[2].wait()
+}
