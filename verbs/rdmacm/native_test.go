@@ -4,6 +4,7 @@ package rdmacm
 
 import (
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/pvperf/pvperf/internal/ibabi"
@@ -15,6 +16,9 @@ import (
 // hosts: setting up many connections at once must not wait on the
 // encoding.
 func TestNativeLayouts(t *testing.T) {
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skip("the layouts are pinned for amd64 and arm64; elsewhere a struct may be encoded field by field")
+	}
 	if !wire.Native(reflect.TypeOf(cmdHdr{})) {
 		t.Skip("big-endian host")
 	}

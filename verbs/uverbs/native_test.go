@@ -4,6 +4,7 @@ package uverbs
 
 import (
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/pvperf/pvperf/internal/wire"
@@ -13,6 +14,9 @@ import (
 // memory (package wire), not encoded field by field, on little-endian
 // hosts.
 func TestNativeLayouts(t *testing.T) {
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skip("the layouts are pinned for amd64 and arm64; elsewhere a struct may be encoded field by field")
+	}
 	if !wire.Native(reflect.TypeOf(respOnly{})) {
 		t.Skip("big-endian host")
 	}
