@@ -16,6 +16,12 @@ import (
 // ranks given with --rank and --size, and returns them (rank 0 first).
 // skip lists ranks not started.
 func clusterRun(t *testing.T, ctx context.Context, n int, opts []string, test []string, skip ...int) []*proc {
+	ps, _ := clusterRunPort(t, ctx, n, opts, test, skip...)
+	return ps
+}
+
+// clusterRunPort is clusterRun, with the base port of the tests' servers.
+func clusterRunPort(t *testing.T, ctx context.Context, n int, opts []string, test []string, skip ...int) ([]*proc, string) {
 	t.Helper()
 	rdv := freePort(t)
 	base := strconv.Itoa(freePort(t))
@@ -28,7 +34,7 @@ func clusterRun(t *testing.T, ctx context.Context, n int, opts []string, test []
 			"--rendezvous", fmt.Sprintf("127.0.0.1:%d", rdv), "--base-port", base}, opts...)
 		ps = append(ps, start(t, ctx, "pvperf", append(args, test...)...))
 	}
-	return ps
+	return ps, base
 }
 
 func contains(s []int, v int) bool {
@@ -140,13 +146,14 @@ func TestClusterRankDies(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// A ring of 3: 0->1, then 1->2, then 2->0.
-	ps := clusterRun(t, ctx, 3, []string{"--pattern", "ring", "--pair-timeout", "30s"}, []string{"write_bw", "-d", "emu0", "-D", "2"})
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(ps[0].stdout.String(), "rank 0 at"); time.Sleep(20 * time.Millisecond) {
+	ps, base := clusterRunPort(t, ctx, 3, []string{"--pattern", "ring", "--pair-timeout", "30s"}, []string{"write_bw", "-d", "emu0", "-D", "2"})
+	// Round 1's server (rank 0) uses the base port (it listens, then
+	// keeps its client's connection): the run is past the rendezvous.
+	for deadline := time.Now().Add(30 * time.Second); !portUsed(base); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("rank 0 did not start: %s", ps[0].stderr.String())
+			t.Fatal("round 1 does not start")
 		}
 	}
-	time.Sleep(time.Second) // round 1 (0->1) runs for 2 s
 	if err := ps[2].cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -164,4 +171,23 @@ func TestClusterRankDies(t *testing.T) {
 		t.Errorf("rank 1: exit %d: %s", c, ps[1].stderr.String())
 	}
 	_, _ = ps[2].wait()
+}
+
+// portUsed tells whether a TCP socket of this host has port as its local
+// port, in any state.
+func portUsed(port string) bool {
+	n, _ := strconv.Atoi(port)
+	want := fmt.Sprintf(":%04X ", n)
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if fields := strings.Fields(line); len(fields) > 2 && strings.HasSuffix(fields[1]+" ", want) {
+				return true
+			}
+		}
+	}
+	return false
 }
