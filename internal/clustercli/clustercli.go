@@ -392,14 +392,14 @@ func pmiRendezvous(o options, info launch.Info, getenv func(string) (string, boo
 	return addr, ln, nil
 }
 
-// listen opens rank 0's rendezvous socket on addr's port, on every
-// address when addr names a host rather than a loopback address.
+// listen opens rank 0's rendezvous socket on addr's port: on addr's host
+// when it is (or names only) loopback addresses, else on every address.
 func listen(addr string) (net.Listener, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
 	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+	if !loopbackOnly(host) {
 		host = ""
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
@@ -407,6 +407,24 @@ func listen(addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("rank 0: rendezvous: %w", err)
 	}
 	return ln, nil
+}
+
+// loopbackOnly tells whether host is a loopback address, or a name whose
+// addresses are all loopback ones ("localhost").
+func loopbackOnly(host string) bool {
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback()
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return false
+	}
+	for _, ip := range ips {
+		if !ip.IsLoopback() {
+			return false
+		}
+	}
+	return true
 }
 
 // runTask runs one side of a pair's test; a server calls ready once it

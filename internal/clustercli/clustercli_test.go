@@ -98,3 +98,11 @@ func TestRendezvousAddr(t *testing.T) {
 		}
 	}
 }
+
+func TestLoopbackOnly(t *testing.T) {
+	for host, want := range map[string]bool{"127.0.0.1": true, "::1": true, "localhost": true, "10.0.0.1": false, "": false} {
+		if got := loopbackOnly(host); got != want {
+			t.Errorf("loopbackOnly(%q) = %v", host, got)
+		}
+	}
+}
