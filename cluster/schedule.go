@@ -49,6 +49,27 @@ func Schedule(p Pattern, n int) ([][]Pair, error) {
 	return nil, fmt.Errorf("cluster: unknown pattern %q", p)
 }
 
+// Rounds is the number of rounds of pattern p over n ranks (len of
+// Schedule's result), without building them; 0 for fewer than 2 ranks or
+// an unknown pattern.
+func Rounds(p Pattern, n int) int {
+	if n < 2 {
+		return 0
+	}
+	switch p {
+	case AllPairs:
+		return n - 1 + n%2
+	case Ring:
+		if n == 2 {
+			return 1
+		}
+		return 2 + n%2
+	case OneToAll:
+		return n - 1
+	}
+	return 0
+}
+
 // allPairs is the circle method over m = n rounded up to even; the pairs
 // with the phantom rank m-1 of an odd n are byes.
 func allPairs(n int) [][]Pair {

@@ -89,6 +89,20 @@ func TestRingAndOneToAll(t *testing.T) {
 	}
 }
 
+func TestRounds(t *testing.T) {
+	for _, p := range []Pattern{AllPairs, Ring, OneToAll} {
+		for n := 2; n <= 40; n++ {
+			s, err := Schedule(p, n)
+			if err != nil || Rounds(p, n) != len(s) {
+				t.Errorf("%s n=%d: Rounds %d, Schedule %d rounds (%v)", p, n, Rounds(p, n), len(s), err)
+			}
+		}
+	}
+	if Rounds(AllPairs, 1) != 0 || Rounds("star", 4) != 0 {
+		t.Error("Rounds of no schedule")
+	}
+}
+
 func TestScheduleErrors(t *testing.T) {
 	if _, err := Schedule(AllPairs, 1); err == nil {
 		t.Error("one rank: no error")

@@ -28,10 +28,9 @@ func Join(ctx context.Context, addr string, cfg Config, me Member, test Test) er
 	if err := cfg.defaults(); err != nil {
 		return err
 	}
-	rounds, err := Schedule(cfg.Pattern, cfg.Size)
-	if err != nil {
-		return err
-	}
+	// Only the number of rounds: each rank building the schedule of a
+	// large run would cost more than the rendezvous.
+	rounds := Rounds(cfg.Pattern, cfg.Size)
 	conn, err := dial(ctx, addr, cfg.RendezvousTimeout)
 	if err != nil {
 		return err
@@ -63,7 +62,7 @@ func Join(ctx context.Context, addr string, cfg Config, me Member, test Test) er
 	case m.Type != msgMembers || m.Size != cfg.Size:
 		return fmt.Errorf("cluster: rank %d: %w: %s of %d ranks instead of the members of %d", me.Rank, errMessage, m.Type, m.Size, cfg.Size)
 	}
-	idle := time.Duration(len(rounds)+1) * cfg.PairTimeout
+	idle := time.Duration(rounds+1) * cfg.PairTimeout
 	// The messages of rank 0 are read all along, so that a cancel reaches
 	// a test under way.
 	type read struct {
