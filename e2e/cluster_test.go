@@ -149,7 +149,7 @@ func TestClusterRankDies(t *testing.T) {
 	ps, base := clusterRunPort(t, ctx, 3, []string{"--pattern", "ring", "--pair-timeout", "30s"}, []string{"write_bw", "-d", "emu0", "-D", "2"})
 	// Round 1's server (rank 0) uses the base port (it listens, then
 	// keeps its client's connection): the run is past the rendezvous.
-	for deadline := time.Now().Add(30 * time.Second); !portUsed(base); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !tcpPort(base, false); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("round 1 does not start")
 		}
@@ -171,23 +171,4 @@ func TestClusterRankDies(t *testing.T) {
 		t.Errorf("rank 1: exit %d: %s", c, ps[1].stderr.String())
 	}
 	_, _ = ps[2].wait()
-}
-
-// portUsed tells whether a TCP socket of this host has port as its local
-// port, in any state.
-func portUsed(port string) bool {
-	n, _ := strconv.Atoi(port)
-	want := fmt.Sprintf(":%04X ", n)
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if fields := strings.Fields(line); len(fields) > 2 && strings.HasSuffix(fields[1]+" ", want) {
-				return true
-			}
-		}
-	}
-	return false
 }

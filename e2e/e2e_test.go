@@ -163,9 +163,13 @@ func waitListening(t *testing.T, ctx context.Context, server *proc, port string)
 	}
 }
 
-// listening reports whether a TCP socket listens on port, from
-// /proc/net/tcp and /proc/net/tcp6.
-func listening(port string) bool {
+// listening reports whether a TCP socket listens on port.
+func listening(port string) bool { return tcpPort(port, true) }
+
+// tcpPort reports whether a TCP socket of this host has port as its local
+// port (only a listening one with listen), from /proc/net/tcp and
+// /proc/net/tcp6.
+func tcpPort(port string, listen bool) bool {
 	n, _ := strconv.Atoi(port)
 	want := fmt.Sprintf(":%04X ", n)
 	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
@@ -176,7 +180,7 @@ func listening(port string) bool {
 		for _, line := range strings.Split(string(b), "\n") {
 			fields := strings.Fields(line)
 			// sl local_address rem_address st ...; st 0A is LISTEN.
-			if len(fields) > 3 && strings.HasSuffix(fields[1]+" ", want) && fields[3] == "0A" {
+			if len(fields) > 3 && strings.HasSuffix(fields[1]+" ", want) && (!listen || fields[3] == "0A") {
 				return true
 			}
 		}
