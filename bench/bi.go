@@ -22,7 +22,7 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, m *msgPlan, peak, ser
 	var dc *durationClock
 	beforeFirstRx := server
 	if !server && duration {
-		dc = startDuration(ctx, cfg.Duration, cfg.Margin)
+		dc = startDuration(ctx, cfg.Duration, cfg.Margin, e.tick)
 		defer func() { <-dc.done }()
 	}
 	tot := iters * uint64(nq)
@@ -83,7 +83,7 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, m *msgPlan, peak, ser
 		if ne > 0 && beforeFirstRx {
 			beforeFirstRx = false
 			if duration {
-				dc = startDuration(ctx, cfg.Duration, cfg.Margin)
+				dc = startDuration(ctx, cfg.Duration, cfg.Margin, e.tick)
 				defer func() { <-dc.done }()
 			}
 		}
@@ -103,6 +103,9 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, m *msgPlan, peak, ser
 			if err := r.consumed(qi, duration); err != nil {
 				return sm, err
 			}
+		}
+		if dc != nil && e.tick != nil {
+			dc.count.Store(totR)
 		}
 		nr := ne
 		ne, err = e.scq.Poll(swc)

@@ -177,7 +177,7 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 	duration := cfg.Duration > 0
 	var dc *durationClock
 	if duration {
-		dc = startDuration(ctx, cfg.Duration, cfg.Margin)
+		dc = startDuration(ctx, cfg.Duration, cfg.Margin, e.tick)
 		defer func() { <-dc.done }()
 		iters = 0
 	}
@@ -297,6 +297,9 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 				if duration && dc.state.Load() == stateSample {
 					sm.iters += cqMod
 				}
+			}
+			if duration && e.tick != nil {
+				dc.count.Store(totC)
 			}
 		}
 	}

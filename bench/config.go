@@ -136,6 +136,27 @@ type Config struct {
 	HTMLFile   string // --out_html: "" = none
 	// PvperfVersion is pvperf's version, recorded in the results.
 	PvperfVersion string
+	// Extras prints pvperf's additions to perftest's text: latency
+	// percentiles, the Hockney fit of a sweep, -D's intervals. Off, the
+	// text is perftest's alone (--perftest_output, or a perftest name).
+	Extras bool
+	// IntervalJSON is --interval_json: with -D, one JSON line per second
+	// of the run to this file ("-": standard output, in place of the
+	// interval lines of the text).
+	IntervalJSON string
+	// Repeat is --repeat: run the test this many times (at most, with
+	// RepeatCI) and summarise the runs; 0 or 1 runs it once. A server
+	// serves that many clients one after the other.
+	Repeat int
+	// RepeatCI is --repeat_ci, in percent: the client stops repeating
+	// once the confidence interval of the median of every size is within
+	// that much of the median (after at least MinRepeats runs), and ends
+	// the server's series with an empty connection.
+	RepeatCI float64
+	// NoLatencyHistogram leaves the latency loops without their HDR
+	// histogram (for benchmarks of its cost; percentiles then come from
+	// the samples alone, and duration runs have none).
+	NoLatencyHistogram bool
 	// Listening, when set, is called once a server listens for its
 	// client (on the out-of-band port, or the connection manager's),
 	// with the port: a client started after it finds the server.

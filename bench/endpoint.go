@@ -20,7 +20,10 @@ const (
 
 // endpoint is one side's resources: perftest's pingpong_context.
 type endpoint struct {
-	cfg  *Config
+	cfg *Config
+	// tick, when set, gets each second of a duration run's loop (the
+	// interval lines).
+	tick func(interval)
 	dev  verbs.Device
 	ctx  verbs.Context
 	attr verbs.DeviceAttr

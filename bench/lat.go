@@ -7,6 +7,7 @@ import (
 	"github.com/pvperf/pvperf/internal/clock"
 	"github.com/pvperf/pvperf/internal/mmio"
 	"github.com/pvperf/pvperf/perftest"
+	"github.com/pvperf/pvperf/reports/hdr"
 	"github.com/pvperf/pvperf/verbs"
 )
 
@@ -23,12 +24,20 @@ type latRun struct {
 	wc       [1]verbs.WC
 	// ccnt counts the send completions reaped by reapSend.
 	ccnt uint64
+	// hist holds the time between consecutive posts (perftest's latency
+	// samples), recorded in the loop; prev is the last post's time, 0
+	// before the first (and outside a duration run's sample window).
+	hist *hdr.Histogram
+	prev int64
 }
 
 func (e *endpoint) newLatRun(ctx context.Context, m *msgPlan, server bool) *latRun {
 	cfg := e.cfg
 	s := e.newSender(m)
 	l := &latRun{e: e, ctx: ctx, wr: s.wrs[0][:1], server: server, iters: cfg.Iters, duration: cfg.Duration > 0}
+	if !cfg.NoLatencyHistogram {
+		l.hist = hdr.New()
+	}
 	w := &l.wr[0]
 	w.SGL[0].Length = uint32(m.size)
 	w.Flags = 0
@@ -36,7 +45,7 @@ func (e *endpoint) newLatRun(ctx context.Context, m *msgPlan, server bool) *latR
 		w.Flags |= verbs.SendInline
 	}
 	if l.duration {
-		l.dc = startDuration(ctx, cfg.Duration, cfg.Margin)
+		l.dc = startDuration(ctx, cfg.Duration, cfg.Margin, e.tick)
 		l.iters = 0
 		l.sm.tposted = make([]int64, 1)
 		l.sm.tcompleted = make([]int64, 1)
@@ -58,6 +67,7 @@ func (l *latRun) finish() samples {
 	} else {
 		l.sm.iters = l.e.cfg.Iters
 	}
+	l.sm.hist = l.hist
 	return l.sm
 }
 
@@ -70,12 +80,33 @@ func (l *latRun) gap() {
 	}
 }
 
-// next is the start of message scnt+1: the --latency_gap wait, then, in
-// iteration mode, its timestamp. It returns scnt+1.
+// next is the start of message scnt+1: the --latency_gap wait, then its
+// timestamp, kept in iteration mode and recorded in the histogram as the
+// time since the previous post (in a duration run, within the sample
+// window). It returns scnt+1.
 func (l *latRun) next(scnt uint64) uint64 {
 	l.gap()
+	if l.duration {
+		if l.e.tick != nil {
+			l.dc.count.Store(scnt)
+		}
+		if l.hist == nil {
+			return scnt + 1
+		}
+		if l.dc.state.Load() != stateSample {
+			l.prev = 0
+			return scnt + 1
+		}
+	}
+	now := clock.Now()
 	if !l.duration {
-		l.sm.tposted[scnt] = clock.Now()
+		l.sm.tposted[scnt] = now
+	}
+	if l.hist != nil {
+		if l.prev != 0 {
+			l.hist.Record(now - l.prev)
+		}
+		l.prev = now
 	}
 	return scnt + 1
 }

@@ -14,13 +14,13 @@ func (s *session) latReport(size int, sm samples) error {
 	rtt := cfg.Verb.RTTFactor()
 	if cfg.Duration > 0 {
 		r := reports.ComputeLatencyDuration(reports.LatencyDurationInput{Size: uint64(size), Iters: sm.iters,
-			Start: sm.tposted[0], End: sm.tcompleted[0], RTTFactor: rtt, CPUUtil: s.cpuOf(sm)})
+			Start: sm.tposted[0], End: sm.tcompleted[0], RTTFactor: rtt, CPUUtil: s.cpuOf(sm), Hist: sm.hist})
 		s.rec.AddLatencyDuration(r)
 		s.writeLastRow()
 		return nil
 	}
 	r, err := reports.ComputeLatency(reports.LatencyInput{Size: uint64(size), Iters: cfg.Iters,
-		Samples: reports.PostedDeltas(sm.tposted), RTTFactor: rtt, Cycles: cfg.Cycles, CPUUtil: s.cpuOf(sm)})
+		Samples: reports.PostedDeltas(sm.tposted), RTTFactor: rtt, Cycles: cfg.Cycles, CPUUtil: s.cpuOf(sm), Hist: sm.hist})
 	if err != nil {
 		return fail(err, " "+err.Error()+"\n")
 	}
@@ -47,6 +47,7 @@ func (s *session) runSendLat(ctx context.Context) error {
 			return err
 		}
 		stop := s.watchPeer(ctx)
+		s.watchIntervals(m.size)
 		sm, err := s.ep.runLatSend(ctx, r, m, s.server)
 		stop()
 		if err != nil {
@@ -85,10 +86,12 @@ func (s *session) runWriteLat(ctx context.Context) error {
 				return err
 			}
 			stop := s.watchPeer(ctx)
+			s.watchIntervals(m.size)
 			sm, err = s.ep.runLatWriteImm(ctx, r, m, s.server)
 			stop()
 		} else {
 			stop := s.watchPeer(ctx)
+			s.watchIntervals(m.size)
 			sm, err = s.ep.runLatWrite(ctx, m, s.server)
 			stop()
 		}
@@ -126,6 +129,7 @@ func (s *session) runReadAtomicLat(ctx context.Context) error {
 	for i := range s.plan.msgs {
 		m := &s.plan.msgs[i]
 		stop := s.watchPeer(ctx)
+		s.watchIntervals(m.size)
 		sm, err := s.ep.runLatReadAtomic(ctx, m)
 		stop()
 		if err != nil {

@@ -337,7 +337,7 @@ func TestRecvPostList(t *testing.T) {
 // TestDurationMargin: -f delays the measured window of -D by the margin.
 func TestDurationMargin(t *testing.T) {
 	t0 := clock.Now()
-	d := startDuration(context.Background(), 3, 1)
+	d := startDuration(context.Background(), 3, 1, nil)
 	<-d.done
 	if got := time.Duration(d.start.Load() - t0); got < time.Second {
 		t.Errorf("the window started %v after the run, before the 1 s margin", got)

@@ -12,6 +12,16 @@ import (
 
 func (s *session) resultLine() { _ = reports.WriteResultLine(s.out, &s.ti) }
 
+// writeExtras prints pvperf's additions after perftest's text: the
+// latency percentiles of each size.
+func (s *session) writeExtras() {
+	run := s.results()
+	_ = reports.WritePercentiles(s.out, run.Results)
+	if run.Fit != nil {
+		_ = reports.WriteFit(s.out, run.Fit, s.cfg.ReportGbits)
+	}
+}
+
 // writeFiles writes --out_json, --out_csv and --out_html.
 func (s *session) writeFiles() error {
 	cfg := &s.cfg
@@ -87,5 +97,10 @@ func (s *session) writeLastRow() { _ = s.rec.WriteRow(s.out, &s.ti, s.rec.Len()-
 // results is the run in pvperf's results model, its rows taken from the
 // record.
 func (s *session) results() reports.Run {
-	return reports.Run{Info: s.info, Results: s.rec.Results(s.cfg.ReportGbits, reports.Nanoseconds)}
+	run := reports.Run{Info: s.info, Results: s.rec.Results(s.cfg.ReportGbits, reports.Nanoseconds), Repeats: s.repeats}
+	if s.cfg.AllSizes {
+		// A sweep whose times do not grow with the size has no fit.
+		run.Fit, _ = reports.FitSweep(&run)
+	}
+	return run
 }

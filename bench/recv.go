@@ -141,7 +141,7 @@ func (e *endpoint) runBWServer(ctx context.Context, r *receiver) (samples, error
 			if first {
 				first = false
 				if duration {
-					dc = startDuration(ctx, cfg.Duration, cfg.Margin)
+					dc = startDuration(ctx, cfg.Duration, cfg.Margin, e.tick)
 					defer func() { <-dc.done }()
 				} else {
 					sm.tposted[0] = clock.Now()
@@ -163,6 +163,9 @@ func (e *endpoint) runBWServer(ctx context.Context, r *receiver) (samples, error
 				if err := r.consumed(qi, duration); err != nil {
 					return sm, err
 				}
+			}
+			if duration && e.tick != nil {
+				dc.count.Store(rcnt)
 			}
 		}
 	}

@@ -33,19 +33,36 @@ func Run(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Write
 	if cfg.Port == 0 {
 		cfg.Port = DefaultPort
 	}
+	if cfg.Repeat > 1 {
+		return runRepeated(ctx, cfg, dev, out, errOut)
+	}
+	s, err := runOnce(ctx, cfg, dev, out, errOut, nil)
+	if s == nil {
+		return reports.Run{}, err
+	}
+	return s.results(), err
+}
+
+// runOnce runs the test once and returns the session whose results are
+// the run's (nil if none started); adjust, if set, adjusts each session
+// before it runs.
+func runOnce(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Writer, adjust func(*session)) (*session, error) {
 	if cfg.Loopback {
-		return runLoopback(ctx, cfg, dev, out, errOut)
+		return runLoopback(ctx, cfg, dev, out, errOut, adjust)
 	}
 	listens := cfg.Server == ""
 	s := &session{cfg: cfg, listens: listens, server: listens != cfg.Reversed, dev: dev, out: out, errOut: errOut, ready: cfg.Listening}
+	if adjust != nil {
+		adjust(s)
+	}
 	err := s.run(ctx)
-	return s.results(), err
+	return s, err
 }
 
 // runLoopback runs the server in a goroutine, listening on a free port of
 // the loopback interface, and the client here; the client's output is the
 // run's output.
-func runLoopback(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Writer) (reports.Run, error) {
+func runLoopback(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Writer, adjust func(*session)) (*session, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	scfg := cfg
@@ -56,16 +73,20 @@ func runLoopback(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 	scfg.JSON = false
 	scfg.CSVFile = ""
 	scfg.HTMLFile = ""
+	scfg.IntervalJSON = ""
 	port := make(chan int, 1)
 	srv := &session{cfg: scfg, listens: true, server: !cfg.Reversed, dev: dev, out: io.Discard, errOut: io.Discard,
 		ready: func(p int) { port <- p }}
+	if adjust != nil {
+		adjust(srv)
+	}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.run(ctx) }()
 	var p int
 	select {
 	case p = <-port:
 	case err := <-srvErr:
-		return reports.Run{}, err
+		return nil, err
 	}
 	ccfg := cfg
 	ccfg.Server = "127.0.0.1"
@@ -73,16 +94,19 @@ func runLoopback(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 	ccfg.IPv6Addr = false
 	ccfg.BindSourceIP = ""
 	cli := &session{cfg: ccfg, server: cfg.Reversed, dev: dev, out: out, errOut: errOut}
+	if adjust != nil {
+		adjust(cli)
+	}
 	err := cli.run(ctx)
 	if err != nil {
 		cancel()
 		if serr := <-srvErr; serr != nil && !errors.Is(serr, context.Canceled) {
-			return cli.results(), &failure{msg: PerftestMessage(err) + " (server side: " + strings.TrimSpace(PerftestMessage(serr)) + ")\n", err: err}
+			return cli, &failure{msg: PerftestMessage(err) + " (server side: " + strings.TrimSpace(PerftestMessage(serr)) + ")\n", err: err}
 		}
-		return cli.results(), err
+		return cli, err
 	}
 	if err := <-srvErr; err != nil {
-		return cli.results(), errors.Join(errors.New("loopback server failed"), err)
+		return cli, errors.Join(errors.New("loopback server failed"), err)
 	}
-	return cli.results(), nil
+	return cli, nil
 }

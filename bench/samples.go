@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pvperf/pvperf/internal/clock"
+	"github.com/pvperf/pvperf/reports/hdr"
 )
 
 // Duration-mode states (perftest's DurationStates).
@@ -25,6 +26,9 @@ type samples struct {
 	tcompleted []int64
 	iters      uint64  // messages counted (duration mode: in the sample window)
 	cpu        float32 // CPU use in the sample window (duration mode)
+	// hist is a latency loop's histogram of the times between posts (nil
+	// without one).
+	hist *hdr.Histogram
 }
 
 // newSamples allocates a bandwidth loop's timestamps for tot messages: one
@@ -59,23 +63,48 @@ func (sm *samples) end(dc *durationClock, tot uint64, peak bool) {
 
 // durationClock drives perftest's SIGALRM state machine from a goroutine:
 // START -> (margin) SAMPLE -> (duration - 2*margin) STOP_SAMPLE -> (margin) END.
+// With a tick function it also wakes each second of the run and hands it
+// the messages counted in that second (the loops store their running
+// count in count).
 type durationClock struct {
 	state atomic.Uint32
 	start atomic.Int64
 	stop  atomic.Int64
+	// count is the loop's running count of completed messages (or
+	// iterations), stored as it goes when there is a tick function.
+	count atomic.Uint64
 	// cpu0 and cpu1 are /proc/stat's times at the start and the end of
 	// the sample window (read before done is closed).
 	cpu0, cpu1 cpuTimes
 	done       chan struct{}
 }
 
+// interval is one second (or the last part of one) of a duration run.
+type interval struct {
+	// From and To are the interval's bounds since the run started.
+	From, To time.Duration
+	// Count is the messages (or iterations) completed in it.
+	Count uint64
+	// Sampled tells the interval lies in the measured window (not in a
+	// margin).
+	Sampled bool
+}
+
 // cpuUtil is the CPU use in the sample window; call it after done.
 func (d *durationClock) cpuUtil() float32 { return cpuUtil(d.cpu0, d.cpu1) }
 
-func startDuration(ctx context.Context, duration, margin int) *durationClock {
+// startDuration starts the clock of a duration run; tick, if not nil, is
+// called from a goroutine of the clock after each second of the run and
+// once at its end, before done is closed.
+func startDuration(ctx context.Context, duration, margin int, tick func(interval)) *durationClock {
 	d := &durationClock{done: make(chan struct{})}
+	phases := d.done
+	if tick != nil {
+		phases = make(chan struct{})
+		go d.ticks(phases, duration, margin, tick)
+	}
 	go func() {
-		defer close(d.done)
+		defer close(phases)
 		// A cancelled context (the peer vanished, or the caller gave up)
 		// ends the test at once: the loops see stateEnd and return.
 		sleep := func(s int) bool {
@@ -107,4 +136,35 @@ func startDuration(ctx context.Context, duration, margin int) *durationClock {
 		d.state.Store(stateEnd)
 	}()
 	return d
+}
+
+// ticks calls tick each second with the count of the second past, and a
+// last time when phases is closed (unless the last second was just
+// reported), then closes done.
+func (d *durationClock) ticks(phases <-chan struct{}, duration, margin int, tick func(interval)) {
+	defer close(d.done)
+	t0 := time.Now()
+	const slack = 50 * time.Millisecond
+	winFrom, winTo := time.Duration(margin)*time.Second-slack, time.Duration(duration-margin)*time.Second+slack
+	var last time.Duration
+	var lastCount uint64
+	report := func() {
+		at := time.Since(t0)
+		c := d.count.Load()
+		tick(interval{From: last, To: at, Count: c - lastCount, Sampled: last >= winFrom && at <= winTo})
+		last, lastCount = at, c
+	}
+	tk := time.NewTicker(time.Second)
+	defer tk.Stop()
+	for {
+		select {
+		case <-tk.C:
+			report()
+		case <-phases:
+			if time.Since(t0)-last > 2*slack {
+				report()
+			}
+			return
+		}
+	}
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,6 +51,16 @@ type session struct {
 	// none, and perftest's returns before its limit check).
 	bwLimit    reports.BWResult
 	bwLimitSet bool
+	// ivJSON writes --interval_json's lines (nil: none).
+	ivJSON *json.Encoder
+	// repeated marks a run of a repeated test: it writes no files (they
+	// come after the last run) and prints no additions; redial retries
+	// the client's connection while the server gets ready again.
+	repeated, redial bool
+	// setupDone tells the peer's setup message arrived.
+	setupDone bool
+	// repeats summarises a repeated test's runs, in the files.
+	repeats *reports.Repeats
 }
 
 // failure is an error whose text is already what perftest prints (on
@@ -127,6 +138,7 @@ func (s *session) run(ctx context.Context) (err error) {
 	if err := s.exchangeSetup(); err != nil {
 		return err
 	}
+	s.setupDone = true
 	if err := s.ep.setup(); err != nil {
 		return fail(err, " "+err.Error()+"\n", " Couldn't create IB resources\n")
 	}
@@ -151,6 +163,15 @@ func (s *session) run(ctx context.Context) (err error) {
 	// interrupt the polling thread wherever it runs).
 	debug.FreeOSMemory()
 
+	closeIv, err := s.openIntervals()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := closeIv(); cerr != nil && err == nil {
+			err = fail(cerr, fmt.Sprintf(" Couldn't write interval output file %s: %v\n", cfg.IntervalJSON, cerr))
+		}
+	}()
 	switch {
 	case cfg.Test == perftest.Bandwidth && (cfg.Verb == perftest.Send || cfg.Verb == perftest.SendImm):
 		err = s.runSendBW(ctx)
@@ -168,6 +189,12 @@ func (s *session) run(ctx context.Context) (err error) {
 			err = cause
 		}
 		return err
+	}
+	if cfg.Extras {
+		s.writeExtras()
+	}
+	if s.repeated {
+		return s.checkLimits()
 	}
 	if err := s.writeFiles(); err != nil {
 		return err

@@ -193,6 +193,8 @@ var (
 	addrValue = regexp.MustCompile(`(QPN|PSN|RKey|VAddr) 0x[0-9a-f]+`)
 	// Measured values in result rows.
 	float = regexp.MustCompile(`[0-9]+\.[0-9]+`)
+	// Any figure (the Hockney fit's line).
+	number = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
 	// A value alone on its line (--output).
 	bare   = regexp.MustCompile(`^[0-9]+\.[0-9]+\n$`)
 	spaces = regexp.MustCompile(`[ \t]+`)
@@ -209,6 +211,10 @@ func mask(s string) string {
 		line = addrValue.ReplaceAllString(line, "$1 0x#")
 		line = bare.ReplaceAllString(line, "#\n")
 		switch {
+		case strings.HasPrefix(line, " Hockney model"):
+			line = float.ReplaceAllString(line, "#")
+		case strings.HasPrefix(line, " α "):
+			line = number.ReplaceAllString(line, "#")
 		case strings.Contains(line, "#bytes"):
 			inRows = true
 		case strings.HasPrefix(line, "-----"):

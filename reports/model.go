@@ -50,6 +50,11 @@ const (
 type Run struct {
 	Info    RunInfo  `json:"info"`
 	Results []Result `json:"results"`
+	// Repeats summarises the runs of a repeated test (nil: one run);
+	// Results are then the last run's.
+	Repeats *Repeats `json:"repeats,omitempty"`
+	// Fit is Hockney's model fitted to a sweep of sizes (nil: none).
+	Fit *Fit `json:"hockney_fit,omitempty"`
 	// Source is where the run was read from (a file name), for legends
 	// and error messages; it is not written.
 	Source string `json:"-"`
@@ -111,6 +116,8 @@ type Result struct {
 	Latency *LatencyStats `json:"latency,omitempty"`
 	// CPUUtil is --cpu_util's CPU usage in percent (NaN: not measured).
 	CPUUtil Num `json:"cpu_util_percent"`
+	// Distribution is a latency row's HDR histogram (nil: none kept).
+	Distribution *Distribution `json:"latency_distribution,omitempty"`
 }
 
 // BWStats are a bandwidth row's numbers in both of perftest's units.
@@ -139,6 +146,7 @@ type LatencyStats struct {
 	P99Us     Num `json:"p99_us"`
 	P999Us    Num `json:"p99.9_us"`
 	P9999Us   Num `json:"p99.99_us"`
+	P99999Us  Num `json:"p99.999_us"`
 	// TPS is transactions per second (duration mode; NaN otherwise).
 	TPS Num `json:"tps"`
 }
@@ -254,9 +262,11 @@ func latencyRow(side string, res *LatencyResult, clock Clock) Result {
 		P99Us:     us(res.P99),
 		P999Us:    us(res.P999),
 		P9999Us:   us(res.Percentile(0.9999)),
+		P99999Us:  us(res.Percentile(0.99999)),
 		TPS:       NaN,
 	}
-	return Result{Side: side, Size: res.Size, Iterations: res.Iters, Latency: &st, CPUUtil: cpuNum(res.CPUUtil)}
+	return Result{Side: side, Size: res.Size, Iterations: res.Iters, Latency: &st, CPUUtil: cpuNum(res.CPUUtil),
+		Distribution: newDistribution(res.Hist, res.Quotient/f)}
 }
 
 // latencyDurationRow is a duration-mode latency result of side in the
@@ -264,11 +274,18 @@ func latencyRow(side string, res *LatencyResult, clock Clock) Result {
 func latencyDurationRow(side string, res LatencyDurationResult) Result {
 	st := LatencyStats{
 		MinUs: NaN, MaxUs: NaN, TypicalUs: NaN, StdevUs: NaN,
-		P50Us: NaN, P90Us: NaN, P99Us: NaN, P999Us: NaN, P9999Us: NaN,
+		P50Us: NaN, P90Us: NaN, P99Us: NaN, P999Us: NaN, P9999Us: NaN, P99999Us: NaN,
 		MeanUs: Num(res.Avg),
 		TPS:    Num(res.TPS),
 	}
-	return Result{Side: side, Size: res.Size, Iterations: res.Iters, Latency: &st, CPUUtil: cpuNum(res.CPUUtil)}
+	d := newDistribution(res.Hist, res.Quotient)
+	if d != nil {
+		// No samples are kept in a duration run: its percentiles are
+		// the histogram's.
+		st.MinUs, st.MaxUs = d.MinUs, d.MaxUs
+		st.P50Us, st.P90Us, st.P99Us, st.P999Us, st.P9999Us, st.P99999Us = d.P50Us, d.P90Us, d.P99Us, d.P999Us, d.P9999Us, d.P99999Us
+	}
+	return Result{Side: side, Size: res.Size, Iterations: res.Iters, Latency: &st, CPUUtil: cpuNum(res.CPUUtil), Distribution: d}
 }
 
 // cpuNum is the CPU usage, NaN when it was not measured (0).

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/pvperf/pvperf/reports/hdr"
 )
 
 // Time base
@@ -291,6 +293,9 @@ type LatencyInput struct {
 	Cycles bool
 	// CPUUtil is copied to the result (see CPUUtilization).
 	CPUUtil float32
+	// Hist, if set, is the loop's histogram of the same samples, in
+	// ticks; it is kept in the result.
+	Hist *hdr.Histogram
 }
 
 // PostedDeltas returns perftest's latency samples from the post
@@ -329,6 +334,9 @@ type LatencyResult struct {
 	Sorted   []int64
 	// CPUUtil is the CPU_Util[%] column (--cpu_util with -D).
 	CPUUtil float32
+	// Hist is the loop's HDR histogram of the samples, in ticks (nil
+	// without one); divide by Quotient for the unit.
+	Hist *hdr.Histogram
 }
 
 // latencyTail is perftest's LAT_MEASURE_TAIL: the largest samples dropped.
@@ -422,6 +430,7 @@ func ComputeLatency(in LatencyInput) (LatencyResult, error) {
 		Unsorted: slices.Clone(in.Samples),
 		Sorted:   sorted,
 		CPUUtil:  in.CPUUtil,
+		Hist:     in.Hist,
 	}, nil
 }
 
@@ -468,6 +477,9 @@ type LatencyDurationInput struct {
 	Clock      Clock   // zero means Nanoseconds
 	RTTFactor  int     // 0 means 1
 	CPUUtil    float32 // copied to the result (see CPUUtilization)
+	// Hist, if set, is the histogram of the times between posts in the
+	// window, in ticks; it is kept in the result.
+	Hist *hdr.Histogram
 }
 
 // LatencyDurationResult is a duration-mode latency row.
@@ -480,6 +492,10 @@ type LatencyDurationResult struct {
 	TPS float64
 	// CPUUtil is the CPU_Util[%] column (--cpu_util).
 	CPUUtil float32
+	// Hist is the histogram of the window's latencies in ticks (nil
+	// without one), and Quotient the divisor from ticks to microseconds.
+	Hist     *hdr.Histogram
+	Quotient float64
 }
 
 // ComputeLatencyDuration computes a duration-mode latency row as perftest
@@ -489,10 +505,12 @@ func ComputeLatencyDuration(in LatencyDurationInput) LatencyDurationResult {
 	mhz := in.Clock.mhz()
 	rtt := float64(max(in.RTTFactor, 1))
 	return LatencyDurationResult{
-		Size:    in.Size,
-		Iters:   in.Iters,
-		Avg:     ((t / mhz) / rtt) / float64(in.Iters),
-		TPS:     float64(in.Iters) / (t / float64(mhz*1000000)),
-		CPUUtil: in.CPUUtil,
+		Size:     in.Size,
+		Iters:    in.Iters,
+		Avg:      ((t / mhz) / rtt) / float64(in.Iters),
+		TPS:      float64(in.Iters) / (t / float64(mhz*1000000)),
+		CPUUtil:  in.CPUUtil,
+		Hist:     in.Hist,
+		Quotient: mhz * rtt,
 	}
 }

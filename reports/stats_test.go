@@ -414,7 +414,7 @@ func TestComputeLatencyDuration(t *testing.T) {
 	// -D: 200000 round trips of WRITE (rtt 2) in a 4 s window on a ns clock:
 	// t_avg = ((4e9/1000)/2)/200000 = 10 us; tps = 200000/(4e9/(1000*1e6)) = 50000.
 	r := ComputeLatencyDuration(LatencyDurationInput{Size: 2, Iters: 200000, Start: 1000, End: 1000 + 4e9, RTTFactor: 2})
-	if want := (LatencyDurationResult{Size: 2, Iters: 200000, Avg: 10, TPS: 50000}); r != want {
+	if want := (LatencyDurationResult{Size: 2, Iters: 200000, Avg: 10, TPS: 50000, Quotient: 2000}); r != want {
 		t.Errorf("got %+v, want %+v", r, want)
 	}
 	ti := NewTestInfo(perftest.Write, perftest.Latency)

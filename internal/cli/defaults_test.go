@@ -31,6 +31,7 @@ func base(test string) bench.Config {
 		JSONFile:     "perftest_out.json",
 		TOS:          -1,
 		RetryCount:   7,
+		Extras:       true,
 	}
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -625,6 +626,33 @@ func options() *optTable {
 	}})
 	add(&opt{long: "out_html", pvperf: true, arg: true, set: func(p *parser, v string) error {
 		p.cfg.HTMLFile = v
+		return nil
+	}})
+	add(&opt{long: "repeat", pvperf: true, arg: true, set: func(p *parser, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			return p.parserFail(" --repeat takes a number of runs from 1 to 10000, not %q\n", v)
+		}
+		p.cfg.Repeat = n
+		return nil
+	}})
+	add(&opt{long: "repeat_ci", pvperf: true, arg: true, set: func(p *parser, v string) error {
+		x, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
+		if err != nil || !(x > 0 && x < 100) {
+			return p.parserFail(" --repeat_ci takes a half-width in percent of the median, above 0 and below 100, not %q\n", v)
+		}
+		p.cfg.RepeatCI = x
+		return nil
+	}})
+	add(&opt{long: "perftest_output", pvperf: true, set: func(p *parser, _ string) error {
+		p.cfg.Extras = false
+		return nil
+	}})
+	add(&opt{long: "interval_json", pvperf: true, arg: true, set: func(p *parser, v string) error {
+		if v == "" {
+			return p.parserFail(" --interval_json needs a file name, or - for standard output\n")
+		}
+		p.cfg.IntervalJSON = v
 		return nil
 	}})
 	return t

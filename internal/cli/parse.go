@@ -14,6 +14,9 @@ import (
 	"github.com/pvperf/pvperf/perftest"
 )
 
+// defaultRepeatMax is the most runs --repeat_ci makes without --repeat.
+const defaultRepeatMax = 30
+
 // defaultJSONFile is perftest's --out_json_file default.
 const defaultJSONFile = "perftest_out.json"
 
@@ -108,6 +111,7 @@ func newParser(spec testSpec, prog string, stdout, stderr io.Writer) *parser {
 		c.TxDepth = bench.DefaultBWTxDepth
 	}
 	c.Iters = bench.DefaultIters
+	c.Extras = true
 	if spec.bw() && spec.write() {
 		c.Iters = bench.DefaultWriteBWIters
 	}
@@ -231,6 +235,12 @@ func (p *parser) parse(args []string) error {
 	}
 	if p.cfg.RecvPostList < 1 {
 		return p.parserFail(" %s must be positive\n", "Receive Post List size")
+	}
+	if p.cfg.RepeatCI > 0 && p.cfg.Repeat == 0 {
+		p.cfg.Repeat = defaultRepeatMax
+	}
+	if p.cfg.RepeatCI > 0 && p.cfg.Repeat < bench.MinRepeats {
+		return p.parserFail(" --repeat_ci needs at least %d runs: --repeat %d is too few\n", bench.MinRepeats, p.cfg.Repeat)
 	}
 	p.client = p.cfg.Server != "" || p.cfg.Loopback
 	if p.cfg.Reversed {

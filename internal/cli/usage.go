@@ -251,6 +251,14 @@ func writeUsage(w io.Writer, prog string, t testSpec, verb perftest.Verb, tbl *o
 		" Save the results in a CSV file: one row per message size and side, units in the column names")
 	u.opt("out_html", "      --out_html=<file> ",
 		" Save the results in an HTML report with charts (one file, viewable offline)")
+	u.opt("repeat", "      --repeat=<n> ",
+		" Run the test n times (a server serves n clients) and print the median, range and 95% confidence interval of each result")
+	u.opt("repeat_ci", "      --repeat_ci=<percent> ",
+		fmt.Sprintf(" Repeat until the confidence interval of the median is within <percent> of it (at least %d runs, at most --repeat, default %d)", bench.MinRepeats, defaultRepeatMax))
+	u.opt("perftest_output", "      --perftest_output ",
+		" Print perftest's text alone: no percentiles, fits, intervals or summaries (the default under an ib_ name)")
+	u.opt("interval_json", "      --interval_json=<file> ",
+		" With -D, write one JSON line per second of the run to <file> (- for standard output, in place of the interval lines)")
 	u.printf("\n")
 	u.unsupportedRest()
 }

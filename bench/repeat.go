@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/pvperf/pvperf/bench/oob"
+	"github.com/pvperf/pvperf/reports"
+	"github.com/pvperf/pvperf/verbs"
+)
+
+// Repeated runs.
+const (
+	// MinRepeats is the fewest runs after which --repeat_ci may stop:
+	// a bootstrap interval of fewer says little.
+	MinRepeats = 5
+	// RepeatLevel is the confidence level of the repeats' intervals, and
+	// RepeatResamples the bootstrap's resamples.
+	RepeatLevel     = 0.95
+	RepeatResamples = 2000
+)
+
+// runRepeated runs the test cfg.Repeat times (fewer once --repeat_ci is
+// met), each run a whole test with a connection of its own; the first
+// run's text is printed, the others' only counted. It then prints the
+// summary of the runs after the last run's additions and writes the
+// files, with the summary, from the last run.
+func runRepeated(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Writer) (reports.Run, error) {
+	var runs []reports.Run
+	var last *session
+	client := cfg.Loopback || cfg.Server != ""
+	prog := newProgress(errOut, cfg.Repeat)
+	defer prog.done()
+	for k := range cfg.Repeat {
+		o := out
+		if k > 0 {
+			o = io.Discard
+		}
+		s, err := runOnce(ctx, cfg, dev, o, errOut, func(s *session) {
+			s.repeated, s.redial = true, k > 0
+		})
+		if err != nil {
+			if k > 0 && !client && s != nil && !s.setupDone && errors.Is(err, oob.ErrPeerClosed) {
+				// The client closed the connection before its first
+				// message: its series ended early (--repeat_ci).
+				break
+			}
+			if s == nil {
+				return reports.Run{}, err
+			}
+			return s.results(), err
+		}
+		last = s
+		runs = append(runs, s.results())
+		prog.set(k+1, "")
+		if client && cfg.RepeatCI > 0 && len(runs) >= MinRepeats {
+			rep, err := reports.SummarizeRepeats(runs, RepeatLevel, RepeatResamples, cfg.RepeatCI)
+			if err == nil && rep.Converged {
+				if k+1 < cfg.Repeat && !cfg.Loopback {
+					endSeries(ctx, &cfg)
+				}
+				break
+			}
+			if err == nil {
+				prog.set(k+1, fmt.Sprintf("±%.2f%%", rep.Widest(runs[0].Info.Kind)))
+			}
+		}
+	}
+	prog.done()
+	rep, err := reports.SummarizeRepeats(runs, RepeatLevel, RepeatResamples, cfg.RepeatCI)
+	if err != nil {
+		return last.results(), fail(err, " "+err.Error()+"\n")
+	}
+	last.repeats = rep
+	if cfg.Extras {
+		_ = reports.WriteRepeats(out, rep, last.info.Kind, cfg.ReportGbits)
+	}
+	return last.results(), last.writeFiles()
+}
+
+// endSeries tells a repeating server that no more runs come: a
+// connection closed before its first message.
+func endSeries(ctx context.Context, cfg *Config) {
+	d := net.Dialer{Timeout: cfg.PeerTimeout}
+	for deadline := time.Now().Add(cfg.PeerTimeout); time.Now().Before(deadline); {
+		c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(cfg.Server, strconv.Itoa(cfg.Port)))
+		if err == nil {
+			_ = c.Close()
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
