@@ -30,8 +30,15 @@ func main() {
 // run dispatches on the program name, then on the first argument.
 func run(argv []string, stdout, stderr io.Writer) int {
 	if len(argv) > 0 {
-		if name, ok := command(filepath.Base(argv[0])); ok {
-			return dispatch(name, argv[1:], stdout, stderr)
+		prog := filepath.Base(argv[0])
+		if name, ok := command(prog); ok {
+			args := argv[1:]
+			if strings.HasPrefix(prog, "ib_") {
+				// Under perftest's name, perftest's text alone, for
+				// the scripts that read it.
+				args = append([]string{"--perftest_output"}, args...)
+			}
+			return dispatch(name, args, stdout, stderr)
 		}
 	}
 	if len(argv) < 2 {
@@ -130,7 +137,8 @@ func links(args []string, stdout, stderr io.Writer) int {
 func usage(w io.Writer) {
 	fmt.Fprintf(w, `Usage: pvperf COMMAND [OPTION]...
 
-Tests (perftest's options and output; also run as ib_TEST or TEST through a link):
+Tests (perftest's options and output; also run as ib_TEST or TEST through a link,
+where ib_TEST prints perftest's text alone, as --perftest_output does):
   %s
 Other commands:
   devinfo   devices, ports and GID tables (ibv_devinfo -v)

@@ -83,3 +83,22 @@ func TestLinks(t *testing.T) {
 		t.Errorf("links over a file: exit %d, stderr %q", rc, e)
 	}
 }
+
+// TestPerftestNameText: under a perftest name the text is perftest's
+// alone; under pvperf's, pvperf's additions follow it.
+func TestPerftestNameText(t *testing.T) {
+	t.Chdir(t.TempDir())
+	rc, ib, e := call("/usr/local/bin/ib_send_lat", "--loopback", "-n", "200")
+	if rc != 0 {
+		t.Fatalf("ib_send_lat: exit %d: %s", rc, e)
+	}
+	rc, pv, e := call("send_lat", "--loopback", "-n", "200")
+	if rc != 0 {
+		t.Fatalf("send_lat: exit %d: %s", rc, e)
+	}
+	const extra = "Latency percentiles[usec]"
+	if strings.Contains(ib, extra) || !strings.Contains(pv, extra) {
+		t.Errorf("percentiles under ib_send_lat: %v, under send_lat: %v; want false, true",
+			strings.Contains(ib, extra), strings.Contains(pv, extra))
+	}
+}
