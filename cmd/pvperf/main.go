@@ -19,6 +19,7 @@ import (
 
 	"github.com/pvperf/pvperf/internal/cli"
 	"github.com/pvperf/pvperf/internal/clustercli"
+	"github.com/pvperf/pvperf/internal/comparecli"
 	"github.com/pvperf/pvperf/internal/reportcli"
 	"github.com/pvperf/pvperf/internal/setupcli"
 )
@@ -68,7 +69,7 @@ func run(argv []string, stdout, stderr io.Writer) int {
 // write_bw and ib_write_bw are the test write_bw.
 func command(name string) (string, bool) {
 	switch name {
-	case "devinfo", "report", setupcli.Name, clustercli.Name:
+	case "devinfo", "report", setupcli.Name, clustercli.Name, comparecli.Name:
 		return name, true
 	}
 	t := strings.TrimPrefix(name, "ib_")
@@ -88,6 +89,8 @@ func dispatch(name string, args []string, stdout, stderr io.Writer) int {
 		return setupcli.Main(args, stdout, stderr)
 	case clustercli.Name:
 		return clustercli.Main(args, stdout, stderr)
+	case comparecli.Name:
+		return comparecli.Main(args, stdout, stderr)
 	}
 	return cli.Main(name, args, stdout, stderr)
 }
@@ -145,6 +148,7 @@ Other commands:
   report    JSON results to HTML, CSV or benchstat input
   cm_setup  time connection setup through rdma_cm, step by step (cmtime)
   cluster   a test between all pairs of ranks under srun, mpirun, Kubernetes
+  compare   two implementations of a test side by side: ratio with a confidence interval
   links DIR create links ib_write_bw ... in DIR to this binary
   version   print pvperf's version
 

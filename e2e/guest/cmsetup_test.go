@@ -260,7 +260,14 @@ func TestCMSetup(t *testing.T) {
 
 // cmDataPath are the tests TestCMDataPath runs with and without -R: the
 // field of the client's row and what it measures.
-var cmDataPath = []sideSpec{
+type dataSpec struct {
+	spec   string
+	field  int
+	metric string
+	target string
+}
+
+var cmDataPath = []dataSpec{
 	{"write_bw -s 65536 -n 1000", 4, "BW average [MiB/s]", "0.95-1.05"},
 	{"send_lat -s 2 -n 5000", 5, "t_typical [usec]", "0.95-1.05"},
 }

@@ -1,7 +1,12 @@
 package guest
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,16 +21,16 @@ import (
 // alternating rounds, with medians, give steadier figures for the time than
 // long runs.
 type sideSpec struct {
-	spec   string
-	field  int
+	spec string
+	// metric is pvperf compare's --metric.
 	metric string
 	target string
 }
 
 var sides = []sideSpec{
-	{"write_bw -s 65536 -n 1000", 4, "BW average [MiB/s]", ">= 0.95"},
-	{"write_bw -s 2 -n 20000", 5, "MsgRate [Mpps]", ">= 0.95"},
-	{"send_lat -s 2 -n 5000", 5, "t_typical [usec]", "<= 1.05"},
+	{"write_bw -s 65536 -n 1000", "bw", ">= 0.95"},
+	{"write_bw -s 2 -n 20000", "rate", ">= 0.95"},
+	{"send_lat -s 2 -n 5000", "typical", "<= 1.05"},
 }
 
 // labSides are the comparisons of the pvrdma lab, where RDMA WRITE does
@@ -33,21 +38,23 @@ var sides = []sideSpec{
 // labels its bandwidth MB/sec, but its unit is already 2^20 bytes: no
 // conversion.)
 var labSides = []sideSpec{
-	{"send_bw -s 65536 -n 200 -Q 1", 4, "BW average [MiB/s]", ">= 0.95"},
-	{"send_bw -s 2 -n 2000 -Q 1", 5, "MsgRate [Mpps]", ">= 0.95"},
-	{"send_lat -s 2 -n 1000", 5, "t_typical [usec]", "<= 1.05"},
+	{"send_bw -s 65536 -n 200 -Q 1", "bw", ">= 0.95"},
+	{"send_bw -s 2 -n 2000 -Q 1", "rate", ">= 0.95"},
+	{"send_lat -s 2 -n 1000", "typical", "<= 1.05"},
 }
 
-// TestSideBySide runs perftest against perftest and pvperf against pvperf
-// alternately, -guest.rounds times per comparison, and logs every round's
-// values, their medians and the ratios. A round where perftest prints no
-// usable value (under TCG it may fail to measure the CPU clock and print 0
-// or inf) is left out; a comparison fails when a run fails or pvperf gives
-// no value, and skips, saying so, when perftest gives none in any round.
+// TestSideBySide runs pvperf compare for each comparison: perftest against
+// perftest and pvperf against pvperf alternately, -guest.rounds rounds
+// (more, up to three times as many, until the ratio's 95 % bootstrap
+// interval is within ±5 %), and logs its output: every round's values,
+// the medians and the ratio pvperf/perftest with its interval. A round
+// where perftest prints no usable value (under TCG it may fail to measure
+// the CPU clock and print 0 or inf) is left out by compare; a comparison
+// fails when a run fails.
 func TestSideBySide(t *testing.T) {
 	needDevice(t)
 	var table strings.Builder
-	fmt.Fprintf(&table, "%-28s %-20s %12s %12s %10s   %-8s %s\n", "test", "metric", "perftest", "pvperf", "pvperf/pt", "target", "wall pvperf/pt")
+	fmt.Fprintf(&table, "%-28s %-20s %10s %10s %8s %-18s %7s %-8s %s\n", "test", "metric", "perftest", "pvperf", "pv/pt", "95% interval", "±%", "target", "rounds")
 	specs := sides
 	if *lab == "qemu-pvrdma" {
 		specs = labSides
@@ -56,68 +63,56 @@ func TestSideBySide(t *testing.T) {
 		t.Run(strings.ReplaceAll(c.spec, " ", "_"), func(t *testing.T) {
 			test, opts, _ := strings.Cut(c.spec, " ")
 			a := append(common(), strings.Fields(opts)...)
-			var ptv, pvv, ratios []float64
-			// The wall time of each pair, start to end: a figure no clock
-			// calibration of either tool can distort.
-			var walls [2][]float64
-			var notes []string
-			for r := 1; r <= *rounds; r++ {
-				var round [2]float64
-				for i, cmd := range []string{pt(test), pv(test)} {
-					p := pair{server: cmd, client: cmd, args: a, timeout: max(*runTimeout, 2*time.Minute)}
-					res := p.run()
-					t.Logf("round %d, %s:", r, cmd)
-					res.log(t, p, true)
-					if res.err != nil {
-						t.Errorf("round %d, %s: %v", r, cmd, res.err)
-						continue
-					}
-					walls[i] = append(walls[i], res.took.Seconds())
-					s := field(res.client, c.field)
-					v, err := strconv.ParseFloat(s, 64)
-					if err != nil || !(v > 0) || v > 1e300 {
-						notes = append(notes, fmt.Sprintf("round %d %s left out: %q", r, cmd, s))
-						continue
-					}
-					round[i] = v
-				}
-				if round[0] > 0 {
-					ptv = append(ptv, round[0])
-				}
-				if round[1] > 0 {
-					pvv = append(pvv, round[1])
-				}
-				if round[0] > 0 && round[1] > 0 {
-					ratios = append(ratios, round[1]/round[0])
-				}
+			a = append(a, "-p", strconv.Itoa(*port))
+			pvCmd := pv(test)
+			if *peerTimeout != 0 {
+				pvCmd += " --peer-timeout=" + peerTimeout.String()
 			}
-			mpt, mpv := median(ptv), median(pvv)
-			ratio := "n/a"
-			if mpt > 0 && mpv > 0 {
-				ratio = fmt.Sprintf("%.3f", mpv/mpt)
+			js := filepath.Join(t.TempDir(), "compare.json")
+			tmo, ok := budget(time.Duration(3**rounds) * max(*runTimeout, 2*time.Minute))
+			if !ok {
+				t.Skip("the time budget is spent")
 			}
-			wall := "n/a"
-			if w0, w1 := median(walls[0]), median(walls[1]); w0 > 0 && w1 > 0 {
-				wall = fmt.Sprintf("%.0fs/%.0fs = %.2f", w1, w0, w1/w0)
+			args := []string{"compare", "--rounds", strconv.Itoa(*rounds), "--ci", "5", "--max-rounds", strconv.Itoa(3 * *rounds),
+				"--metric", c.metric, "--host", *addr, "--timeout", max(*runTimeout, 2*time.Minute).String(), "--json", js,
+				pt(test), pvCmd, "--"}
+			ctx, cancel := context.WithTimeout(context.Background(), tmo)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, filepath.Join(*pvperfDir, "pvperf"), append(args, a...)...)
+			out, err := cmd.CombinedOutput()
+			t.Logf("pvperf %s\n%s", strings.Join(append(args, a...), " "), out)
+			if err != nil {
+				t.Fatalf("pvperf compare: %v", err)
 			}
-			fmt.Fprintf(&table, "%-28s %-20s %12s %12s %10s   %-8s %s\n", c.spec, c.metric, num(mpt), num(mpv), ratio, c.target, wall)
-			t.Logf("%s, every round:\n    perftest  %v\n    pvperf    %v\n    ratio     %v (median %s)\n%s",
-				c.spec, ptv, pvv, rounded(ratios), num(median(ratios)), strings.Join(notes, "\n"))
-			switch {
-			case t.Failed():
-			case len(pvv) == 0:
-				t.Errorf("pvperf gave no usable value: %s", strings.Join(notes, "; "))
-			case len(ptv) == 0:
-				t.Skipf("perftest gave no usable value in %d rounds (%s): no ratio", *rounds, strings.Join(notes, "; "))
-			default:
-				t.Logf("ratio %s (target %s)", ratio, c.target)
+			var r struct {
+				Metric    string  `json:"metric"`
+				Rounds    int     `json:"rounds"`
+				Base      float64 `json:"base_median"`
+				Cand      float64 `json:"candidate_median"`
+				Ratio     float64 `json:"ratio"`
+				Lo        float64 `json:"ratio_ci_low"`
+				Hi        float64 `json:"ratio_ci_high"`
+				HalfWidth float64 `json:"half_width_percent"`
 			}
+			b, err := os.ReadFile(js)
+			if err == nil {
+				err = json.Unmarshal(b, &r)
+			}
+			if err != nil {
+				t.Fatalf("compare's JSON: %v", err)
+			}
+			fmt.Fprintf(&table, "%-28s %-20s %10s %10s %8.3f [%.3f, %.3f]  %6.2f %-8s %d\n", c.spec, r.Metric, num(r.Base), num(r.Cand),
+				r.Ratio, r.Lo, r.Hi, r.HalfWidth, c.target, r.Rounds)
+			if r.HalfWidth > 5 {
+				t.Logf("the interval is wider than ±5%% after %d rounds (TCG runs vary by 10-25%%)", r.Rounds)
+			}
+			t.Logf("ratio %.3f [%.3f, %.3f] (target %s)", r.Ratio, r.Lo, r.Hi, c.target)
 		})
 	}
 	// The table also goes to stdout as it is, between markers, for the
 	// scripts' summaries.
-	fmt.Printf("PVPERF-SIDE-BEGIN\nside by side on %s (medians of %d rounds; ratios are reported, not judged):\n%sPVPERF-SIDE-END\n",
-		*device, *rounds, table.String())
+	fmt.Printf("PVPERF-SIDE-BEGIN\nside by side on %s (pvperf compare: medians, ratio pvperf/perftest with its 95%% bootstrap interval; reported, not judged):\n%sPVPERF-SIDE-END\n",
+		*device, table.String())
 }
 
 // median is the median of v, or 0 when v is empty.

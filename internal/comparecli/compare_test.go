@@ -1,0 +1,86 @@
+package comparecli
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// Result rows as perftest 6.06 and pvperf print them.
+const (
+	bwText = ` #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]
+ 65536      1000             47.90               47.46  		   0.000759
+---------------------------------------------------------------------------------------
+`
+	latText = ` #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
+ 2       5000          9.81           120.15       13.01    	       13.70       	4.08   		29.42   		96.33   
+---------------------------------------------------------------------------------------
+`
+	durText = ` #bytes        #iterations       t_avg[usec]    tps     
+ 2             2302411          0.65                1534936.52
+`
+	infText = ` #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
+ 2       5000          0.00           inf       inf    	       inf       	-nan   		inf   		inf   
+`
+)
+
+func TestValue(t *testing.T) {
+	for _, c := range []struct {
+		text, metric string
+		want         float64
+		label        string
+	}{
+		{bwText, "auto", 47.46, "BW average[MiB/sec]"},
+		{bwText, "rate", 0.000759, "MsgRate[Mpps]"},
+		{latText, "auto", 13.01, "t_typical[usec]"},
+		{latText, "avg", 13.70, "t_avg[usec]"},
+		{durText, "auto", 0.65, "t_avg[usec]"},
+		{durText, "tps", 1534936.52, "tps"},
+	} {
+		v, l, err := value("header\n"+c.text, c.metric)
+		if err != nil || v != c.want || l != c.label {
+			t.Errorf("%s of %q: %v %q %v, want %v %q", c.metric, c.text[:20], v, l, err, c.want, c.label)
+		}
+	}
+	if _, _, err := value(infText, "auto"); !errors.Is(err, errUnusable) {
+		t.Errorf("inf: %v, want errUnusable", err)
+	}
+	if _, _, err := value(bwText, "typical"); err == nil || errors.Is(err, errUnusable) {
+		t.Errorf("t_typical of a BW row: %v", err)
+	}
+	if _, _, err := value("Couldn't connect to 127.0.0.1:18515\n", "auto"); err == nil {
+		t.Error("no row: no error")
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"a"},
+		{"a", "b", "c", "--", "-s", "2"},
+		{"--metric", "speed", "a", "b"},
+		{"--rounds", "1", "a", "b"},
+		{"--ci", "100", "a", "b"},
+		{"a", "b", "--", "-p", "port"},
+	} {
+		var e bytes.Buffer
+		if rc := Main(args, &bytes.Buffer{}, &e); rc != 2 || !strings.Contains(e.String(), "compare: ") {
+			t.Errorf("%q: exit %d, stderr %q", args, rc, e.String())
+		}
+	}
+	o, err := parse([]string{"--rounds", "3", "ib_send_lat", "pvperf send_lat", "--", "-s", "2", "-p", "20000"}, &bytes.Buffer{})
+	if err != nil || o.port != 20000 || len(o.cand) != 2 || strings.Join(o.args, " ") != "-s 2 -p 20000" {
+		t.Errorf("parse: %+v %v", o, err)
+	}
+}
+
+// TestFailingCommand: a command that fails ends the comparison with
+// status 1 and says which.
+func TestFailingCommand(t *testing.T) {
+	var out, e bytes.Buffer
+	rc := Main([]string{"--rounds", "2", "--listen-timeout", "1s", "-p", "1", "/bin/false", "/bin/true", "--", "-x"}, &out, &e)
+	if rc != 1 || !strings.Contains(e.String(), "round 1, /bin/false: server exited before listening") {
+		t.Errorf("exit %d, stderr %q", rc, e.String())
+	}
+}
