@@ -123,11 +123,19 @@ func benchConfig(test perftest.TestKind, verb perftest.Verb, qps int, size uint6
 
 // runBench runs the engine for b and reports its measurement.
 func runBench(b *testing.B, test perftest.TestKind, verb perftest.Verb, qps int, size uint64) {
+	runBenchEdit(b, test, verb, qps, size, nil)
+}
+
+// runBenchEdit is runBench with the configuration changed by edit.
+func runBenchEdit(b *testing.B, test perftest.TestKind, verb perftest.Verb, qps int, size uint64, edit func(*Config)) {
 	dev, err := benchDevice()
 	if err != nil {
 		b.Fatal(err)
 	}
 	cfg := benchConfig(test, verb, qps, size, b.N)
+	if edit != nil {
+		edit(&cfg)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), benchTimeout)
 	defer cancel()
 	var errOut bytes.Buffer
@@ -202,3 +210,16 @@ func BenchmarkReadLat(b *testing.B) { runCases(b, perftest.Latency, perftest.Rea
 
 // BenchmarkSendLat is send_lat.
 func BenchmarkSendLat(b *testing.B) { runCases(b, perftest.Latency, perftest.Send, 1, latSizes) }
+
+// BenchmarkLatencyHistogram is send_lat and write_lat of 2 bytes with and
+// without the latency loop's HDR histogram: what recording every sample
+// costs the loop (compare hist=true with hist=false in benchstat).
+func BenchmarkLatencyHistogram(b *testing.B) {
+	for _, verb := range []perftest.Verb{perftest.Send, perftest.Write} {
+		for _, hist := range []bool{true, false} {
+			b.Run(fmt.Sprintf("verb=%s/hist=%v", verb, hist), func(b *testing.B) {
+				runBenchEdit(b, perftest.Latency, verb, 1, 2, func(c *Config) { c.NoLatencyHistogram = !hist })
+			})
+		}
+	}
+}

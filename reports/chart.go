@@ -66,12 +66,19 @@ type series struct {
 	label string
 	xs    []float64 // message sizes, ascending
 	ys    []float64
+	// lineOnly draws the line without point glyphs (a fitted model, a
+	// distribution).
+	lineOnly bool
 }
 
 // chartSpec is one chart before drawing.
 type chartSpec struct {
 	title  string
 	ylabel string
+	// percentileX makes the x axis the percentile of a distribution
+	// (x = log10(1/(1-p)), labelled 0%, 90%, 99%, ...) instead of the
+	// message size.
+	percentileX bool
 	// ymode is how the y axis is scaled.
 	ymode yMode
 	// legendRight puts the legend in the top right corner (falling
@@ -125,6 +132,11 @@ func buildCharts(runs []Run) []chartSpec {
 				}
 				return r.BW.AverageMiBps
 			}))
+			if f := cr.run.Fit; f != nil && f.Metric == "average_MiB_per_s" {
+				avg.series = append(avg.series, fitSeries(cr.run, labels[i]+" Hockney fit", func(n float64) float64 {
+					return f.Model().Bandwidth(n) / MiBFactor
+				}))
+			}
 			rate.series = append(rate.series, runSeries(cr.run, labels[i], func(r *Result) Num {
 				if r.BW == nil {
 					return NaN
@@ -138,6 +150,11 @@ func buildCharts(runs []Run) []chartSpec {
 		c := chartSpec{title: chartTitle(lat, "latency"), ylabel: "latency [µs]", ymode: yAuto}
 		for _, p := range latPercentiles {
 			c.series = append(c.series, runSeries(lat[0].run, p.name, p.get))
+		}
+		if f := lat[0].run.Fit; f != nil && f.Metric == "typical_us" {
+			c.series = append(c.series, fitSeries(lat[0].run, "Hockney fit of t_typical", func(n float64) float64 {
+				return f.Model().Time(n) * 1e6
+			}))
 		}
 		charts = append(charts, c)
 	} else if len(lat) > 1 {
@@ -166,7 +183,68 @@ func buildCharts(runs []Run) []chartSpec {
 		}
 		charts = append(charts, c)
 	}
+	for _, cr := range append(lat, dur...) {
+		if c, ok := distributionChart(cr); ok {
+			charts = append(charts, c)
+		}
+	}
 	return charts
+}
+
+// fitSeries is a model's values at the run's message sizes, as a line.
+func fitSeries(r *Run, label string, model func(n float64) float64) series {
+	s := runSeries(r, label, func(*Result) Num { return 0 })
+	for i, x := range s.xs {
+		s.ys[i] = model(x)
+	}
+	s.lineOnly = true
+	return s
+}
+
+// maxDistributions is the most message sizes a distribution chart
+// draws: the smallest, the largest and sizes evenly between.
+const maxDistributions = 4
+
+// distributionChart is the latency distribution of a run's primary rows
+// that have one: latency against percentile, a line per size.
+func distributionChart(cr chartRun) (chartSpec, bool) {
+	var rows []Result
+	for _, r := range cr.run.Primary() {
+		if r.Distribution != nil && r.Distribution.Samples > 1 {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return chartSpec{}, false
+	}
+	if len(rows) > maxDistributions {
+		pick := make([]Result, 0, maxDistributions)
+		for k := range maxDistributions {
+			pick = append(pick, rows[k*(len(rows)-1)/(maxDistributions-1)])
+		}
+		rows = pick
+	}
+	c := chartSpec{title: chartTitle([]chartRun{cr}, "latency distribution"), ylabel: "latency [µs]", ymode: yAuto, percentileX: true}
+	for _, r := range rows {
+		d := r.Distribution
+		s := series{label: sizeLabel(r.Size) + "B", lineOnly: true}
+		var cum uint64
+		for _, b := range d.Buckets {
+			cum += b.Count
+			if cum >= d.Samples || !b.HighUs.Valid() || b.HighUs <= 0 {
+				continue
+			}
+			s.xs = append(s.xs, math.Log10(float64(d.Samples)/float64(d.Samples-cum)))
+			s.ys = append(s.ys, float64(b.HighUs))
+		}
+		// The maximum, at the percentile of the last sample.
+		if d.MaxUs.Valid() && d.MaxUs > 0 {
+			s.xs = append(s.xs, math.Log10(float64(d.Samples)))
+			s.ys = append(s.ys, float64(d.MaxUs))
+		}
+		c.series = append(c.series, s)
+	}
+	return c, true
 }
 
 // latPercentiles are the lines of a latency run's chart; overlay marks
@@ -433,6 +511,11 @@ func renderChart(c *chartSpec) (svg string, ok bool, err error) {
 	p.Y.Label.Text = c.ylabel
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = sizeTicker{}
+	if c.percentileX {
+		p.X.Label.Text = "percentile"
+		p.X.Scale = plot.LinearScale{}
+		p.X.Tick.Marker = percentileTicker{}
+	}
 	if logY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = log10Ticker{}
@@ -462,15 +545,30 @@ func renderChart(c *chartSpec) (svg string, ok bool, err error) {
 			// A lone point is all there is to see.
 			points.GlyphStyle.Radius = vg.Points(4)
 		}
-		p.Add(line, points)
-		if legend {
-			p.Legend.Add(s.label, line, points)
+		switch {
+		case s.lineOnly && len(xys) > 1:
+			line.LineStyle.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+			if c.percentileX {
+				line.LineStyle.Dashes = nil
+			}
+			p.Add(line)
+			if legend {
+				p.Legend.Add(s.label, line)
+			}
+		default:
+			p.Add(line, points)
+			if legend {
+				p.Legend.Add(s.label, line, points)
+			}
 		}
 	}
 	// A log axis needs a range: one size gets a factor of 2 either side.
-	if xmin == xmax {
+	switch {
+	case c.percentileX:
+		p.X.Min, p.X.Max = 0, max(math.Ceil(xmax), 1)
+	case xmin == xmax:
 		p.X.Min, p.X.Max = xmin/2, xmax*2
-	} else {
+	default:
 		p.X.Min, p.X.Max = xmin, xmax
 	}
 	if logY {
@@ -511,6 +609,22 @@ func renderChart(c *chartSpec) (svg string, ok bool, err error) {
 		return "", false, fmt.Errorf("chart %q: no <svg> element in the output", c.title)
 	}
 	return strings.TrimSpace(out[i:]), true, nil
+}
+
+// percentileTicker labels a percentile axis, x = log10(1/(1-p)): 0%,
+// 90%, 99%, 99.9%, ... at the whole numbers.
+type percentileTicker struct{}
+
+func (percentileTicker) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for k := math.Ceil(lo); k <= hi; k++ {
+		label := "0%"
+		if k > 0 {
+			label = strconv.FormatFloat(100-100*math.Pow(10, -k), 'f', -1, 64) + "%"
+		}
+		ticks = append(ticks, plot.Tick{Value: k, Label: label})
+	}
+	return ticks
 }
 
 // setFonts gives every text of p the charts' typeface.

@@ -27,7 +27,10 @@ var CSVColumns = []string{
 	"bw_peak_MiB_per_s", "bw_average_MiB_per_s", "bw_peak_Gb_per_s", "bw_average_Gb_per_s", "msg_rate_Mpps",
 	"lat_min_us", "lat_max_us", "lat_typical_us", "lat_mean_us", "lat_stdev_us",
 	"lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p99.9_us", "lat_p99.99_us", "lat_tps",
-	"cpu_util_percent",
+	"cpu_util_percent", "lat_p99.999_us",
+	"repeat_runs", "repeat_metric", "repeat_median", "repeat_min", "repeat_max",
+	"repeat_ci_low", "repeat_ci_high", "repeat_half_width_percent",
+	"fit_alpha_us", "fit_beta_MiB_per_s", "fit_n_half_bytes", "fit_r_squared",
 }
 
 // WriteCSV writes runs as CSV (RFC 4180, "\n" line ends).
@@ -38,7 +41,7 @@ func WriteCSV(w io.Writer, runs []Run) error {
 	}
 	for i := range runs {
 		for _, res := range runs[i].Results {
-			if err := cw.Write(csvRow(&runs[i].Info, &res)); err != nil {
+			if err := cw.Write(csvRow(&runs[i], &res)); err != nil {
 				return fmt.Errorf("reports: csv: %w", err)
 			}
 		}
@@ -50,7 +53,8 @@ func WriteCSV(w io.Writer, runs []Run) error {
 	return nil
 }
 
-func csvRow(in *RunInfo, res *Result) []string {
+func csvRow(run *Run, res *Result) []string {
+	in := &run.Info
 	itoa := strconv.Itoa
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	row := []string{
@@ -74,7 +78,29 @@ func csvRow(in *RunInfo, res *Result) []string {
 	} else {
 		row = append(row, "", "", "", "", "", "", "", "", "", "", "")
 	}
-	return append(row, csvNum(res.CPUUtil))
+	row = append(row, csvNum(res.CPUUtil))
+	if l := res.Latency; l != nil {
+		row = append(row, csvNum(l.P99999Us))
+	} else {
+		row = append(row, "")
+	}
+	// The summary of a repeated test: the metric --repeat_ci watches, for
+	// this row's size and side.
+	rep := []string{"", "", "", "", "", "", "", ""}
+	if r := run.Repeats; r != nil {
+		first := repeatMetrics(runKind(run))[0].key
+		for _, x := range r.Rows {
+			if x.Side == res.Side && x.Size == res.Size && x.Metric == first {
+				rep = []string{itoa(r.Runs), x.Metric, csvNum(x.Median), csvNum(x.Min), csvNum(x.Max),
+					csvNum(x.CILow), csvNum(x.CIHigh), csvNum(x.HalfWidthPercent)}
+			}
+		}
+	}
+	row = append(row, rep...)
+	if f := run.Fit; f != nil {
+		return append(row, csvNum(f.AlphaUs), csvNum(f.BetaMiBps), csvNum(f.NHalfBytes), csvNum(f.RSquared))
+	}
+	return append(row, "", "", "", "")
 }
 
 // csvNum is the shortest decimal that reads back as the same float64, or

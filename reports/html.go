@@ -84,9 +84,19 @@ type htmlSetupRow struct {
 	Differs bool
 }
 
-// htmlRun is one run's result table.
+// htmlRun is one run's result table, with the Hockney fit of a sweep and
+// the summary of a repeated test.
 type htmlRun struct {
 	Heading string
+	Columns []htmlColumn
+	Rows    [][]htmlCell
+	Fit     string
+	Repeats *htmlTable
+}
+
+// htmlTable is a table with a caption.
+type htmlTable struct {
+	Caption string
 	Columns []htmlColumn
 	Rows    [][]htmlCell
 }
@@ -278,6 +288,7 @@ var resultColumns = []resultColumn{
 	latColumn("p99 [µs]", func(l *LatencyStats) Num { return l.P99Us }),
 	latColumn("p99.9 [µs]", func(l *LatencyStats) Num { return l.P999Us }),
 	latColumn("p99.99 [µs]", func(l *LatencyStats) Num { return l.P9999Us }),
+	latColumn("p99.999 [µs]", func(l *LatencyStats) Num { return l.P99999Us }),
 	latColumn("TPS [1/s]", func(l *LatencyStats) Num { return l.TPS }),
 	{"CPU [%]", func(r *Result) Num { return r.CPUUtil }},
 }
@@ -335,6 +346,60 @@ func resultTable(n int, r *Run) htmlRun {
 			row = append(row, htmlCell{Text: formatNum(c.get(res)), Numeric: true})
 		}
 		t.Rows = append(t.Rows, row)
+	}
+	if f := r.Fit; f != nil {
+		t.Fit = fmt.Sprintf("Hockney model t(n) = α + n/β fitted to %s over %d sizes from %d to %d bytes: α = %s µs, β = %s MiB/s (%s Gb/s), n½ = %.0f bytes, R² = %.4f.",
+			map[bool]string{true: "t_typical", false: "the average bandwidth (t = n / BW)"}[f.Metric == "typical_us"],
+			f.Points, f.MinSize, f.MaxSize, formatNum(f.AlphaUs), formatNum(f.BetaMiBps), formatNum(f.BetaGbps), float64(f.NHalfBytes), float64(f.RSquared))
+	}
+	if rep := r.Repeats; rep != nil {
+		tab := &htmlTable{Caption: fmt.Sprintf("%d runs: median, range and %g%% bootstrap confidence interval of the median (%d resamples)",
+			rep.Runs, rep.Level*100, rep.Resamples)}
+		if rep.TargetPercent.Valid() {
+			state := "reached"
+			if !rep.Converged {
+				state = "not reached"
+			}
+			tab.Caption += fmt.Sprintf("; target ±%g%%, %s", float64(rep.TargetPercent), state)
+		}
+		for _, name := range []string{"Size [B]", "Side", "Metric", "Median", "Min", "Max", "CI low", "CI high", "±%"} {
+			tab.Columns = append(tab.Columns, htmlColumn{Name: name, Numeric: name != "Side" && name != "Metric"})
+		}
+		for _, row := range rep.Rows {
+			tab.Rows = append(tab.Rows, []htmlCell{
+				{Text: strconv.FormatUint(row.Size, 10), Numeric: true}, {Text: cleanLabel(row.Side)}, {Text: cleanLabel(row.Metric)},
+				{Text: formatNum(row.Median), Numeric: true}, {Text: formatNum(row.Min), Numeric: true}, {Text: formatNum(row.Max), Numeric: true},
+				{Text: formatNum(row.CILow), Numeric: true}, {Text: formatNum(row.CIHigh), Numeric: true}, {Text: formatNum(row.HalfWidthPercent), Numeric: true},
+			})
+		}
+		t.Repeats = tab
+	}
+	if f := r.Fit; f != nil {
+		t.Fit = fmt.Sprintf("Hockney model t(n) = α + n/β fitted to %s over %d sizes from %d to %d bytes: α = %s µs, β = %s MiB/s (%s Gb/s), n½ = %.0f bytes, R² = %.4f.",
+			map[bool]string{true: "t_typical", false: "the average bandwidth (t = n / BW)"}[f.Metric == "typical_us"],
+			f.Points, f.MinSize, f.MaxSize, formatNum(f.AlphaUs), formatNum(f.BetaMiBps), formatNum(f.BetaGbps), float64(f.NHalfBytes), float64(f.RSquared))
+	}
+	if rep := r.Repeats; rep != nil {
+		tab := &htmlTable{Caption: fmt.Sprintf("%d runs: median, range and %g%% bootstrap confidence interval of the median (%d resamples)",
+			rep.Runs, rep.Level*100, rep.Resamples)}
+		if rep.TargetPercent.Valid() {
+			state := "reached"
+			if !rep.Converged {
+				state = "not reached"
+			}
+			tab.Caption += fmt.Sprintf("; target ±%g%%, %s", float64(rep.TargetPercent), state)
+		}
+		for _, name := range []string{"Size [B]", "Side", "Metric", "Median", "Min", "Max", "CI low", "CI high", "±%"} {
+			tab.Columns = append(tab.Columns, htmlColumn{Name: name, Numeric: name != "Side" && name != "Metric"})
+		}
+		for _, row := range rep.Rows {
+			tab.Rows = append(tab.Rows, []htmlCell{
+				{Text: strconv.FormatUint(row.Size, 10), Numeric: true}, {Text: cleanLabel(row.Side)}, {Text: cleanLabel(row.Metric)},
+				{Text: formatNum(row.Median), Numeric: true}, {Text: formatNum(row.Min), Numeric: true}, {Text: formatNum(row.Max), Numeric: true},
+				{Text: formatNum(row.CILow), Numeric: true}, {Text: formatNum(row.CIHigh), Numeric: true}, {Text: formatNum(row.HalfWidthPercent), Numeric: true},
+			})
+		}
+		t.Repeats = tab
 	}
 	return t
 }
@@ -428,6 +493,24 @@ var htmlTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 </div>
 {{- else}}
 <p>No results.</p>
+{{- end}}
+{{- if .Fit}}
+<p>{{.Fit}}</p>
+{{- end}}
+{{- with .Repeats}}
+<div class="wide">
+<table>
+<caption>{{.Caption}}</caption>
+<thead>
+<tr>{{range .Columns}}<th{{if .Numeric}} class="n"{{end}}>{{.Name}}</th>{{end}}</tr>
+</thead>
+<tbody>
+{{- range .Rows}}
+<tr>{{range .}}<td{{if .Numeric}} class="n"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{- end}}
+</tbody>
+</table>
+</div>
 {{- end}}
 {{- end}}
 </body>

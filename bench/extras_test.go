@@ -1,0 +1,128 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pvperf/pvperf/emu"
+	"github.com/pvperf/pvperf/perftest"
+)
+
+// TestLatencyHistogram: each latency test records every sample of its
+// loop (iterations - 1 of them, as perftest's) in a histogram whose
+// extremes are the samples' (t_min is the smallest; the histogram's max
+// is at least perftest's t_max, which drops the 2 largest), and prints
+// the percentile table after perftest's; without the histogram neither.
+func TestLatencyHistogram(t *testing.T) {
+	dev := device(t, emu.ProfileUnrestricted, 2)
+	for _, verb := range []perftest.Verb{perftest.Send, perftest.Write, perftest.WriteImm, perftest.Read, perftest.Atomic} {
+		t.Run(verb.String(), func(t *testing.T) {
+			c := testConfig(perftest.Latency, verb)
+			c.Iters, c.Extras = 300, true
+			var out strings.Builder
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			run, err := Run(ctx, normalize(c), dev, &out, &out)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			r := run.Primary()[0]
+			d := r.Distribution
+			if d == nil || d.Samples != 299 {
+				t.Fatalf("distribution %+v", d)
+			}
+			if d.MinUs != r.Latency.MinUs || d.MaxUs < r.Latency.MaxUs {
+				t.Errorf("histogram min %v max %v, samples' %v and %v", d.MinUs, d.MaxUs, r.Latency.MinUs, r.Latency.MaxUs)
+			}
+			if !regexp.MustCompile(`p99\.999 +max\n [28] +299 +[0-9.]+ `).MatchString(out.String()) {
+				t.Errorf("no percentile table:\n%s", out.String())
+			}
+			c.NoLatencyHistogram = true
+			out.Reset()
+			run, err = Run(ctx, normalize(c), dev, &out, &out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if run.Primary()[0].Distribution != nil || strings.Contains(out.String(), "percentiles[usec]") {
+				t.Errorf("without the histogram:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// TestIntervals: -D prints a line per second of the loop, the margins
+// marked, and --interval_json writes the same seconds as JSON lines whose
+// messages add up to about what the loop counted.
+func TestIntervals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("duration runs take seconds")
+	}
+	dev := device(t, emu.ProfileUnrestricted, 2)
+	for _, test := range []perftest.TestKind{perftest.Bandwidth, perftest.Latency} {
+		t.Run(test.String(), func(t *testing.T) {
+			c := testConfig(test, perftest.Write)
+			c.Duration, c.Margin, c.Extras = 3, 1, true
+			c.IntervalJSON = filepath.Join(t.TempDir(), "iv.json")
+			out := runLoop(t, dev, c)
+			lines := regexp.MustCompile(`(?m)^ +[0-9]+\.[0-9]{2}- +[0-9]+\.[0-9]{2} sec .*$`).FindAllString(out, -1)
+			if len(lines) < 3 || len(lines) > 4 {
+				t.Fatalf("%d interval lines in:\n%s", len(lines), out)
+			}
+			if !strings.HasSuffix(lines[0], "(margin, not measured)") || strings.HasSuffix(lines[1], "(margin, not measured)") {
+				t.Errorf("margins not marked:\n%s", strings.Join(lines, "\n"))
+			}
+			f, err := os.Open(c.IntervalJSON)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			sc := bufio.NewScanner(f)
+			var n int
+			var last float64
+			for sc.Scan() {
+				var iv struct {
+					From       float64 `json:"from_s"`
+					To         float64 `json:"to_s"`
+					Messages   *uint64 `json:"messages"`
+					Iterations *uint64 `json:"iterations"`
+				}
+				if err := json.Unmarshal(sc.Bytes(), &iv); err != nil {
+					t.Fatalf("line %q: %v", sc.Text(), err)
+				}
+				n++
+				if (test == perftest.Bandwidth) != (iv.Messages != nil) || (test == perftest.Latency) != (iv.Iterations != nil) {
+					t.Errorf("line %q", sc.Text())
+				}
+				last = iv.To
+			}
+			if n != len(lines) || last < 2.9 || last > 3.5 {
+				t.Errorf("%d JSON lines ending at %v s, %d text lines", n, last, len(lines))
+			}
+		})
+	}
+}
+
+// TestRepeatedLoopback: --repeat runs the test that many times and prints
+// the summary; --repeat_ci stops at MinRepeats once the interval is
+// narrow enough.
+func TestRepeatedLoopback(t *testing.T) {
+	dev := device(t, emu.ProfileUnrestricted, 2)
+	c := testConfig(perftest.Bandwidth, perftest.Write)
+	c.Repeat, c.Extras = 3, true
+	out := runLoop(t, dev, c)
+	if strings.Count(out, "RDMA_Write BW Test") != 1 || !strings.Contains(out, " 3 runs: median, range and 95% confidence interval of the median") {
+		t.Errorf("output:\n%s", out)
+	}
+	c.Repeat, c.RepeatCI = 8, 99
+	out = runLoop(t, dev, c)
+	if !strings.Contains(out, " 5 runs: ") || !strings.Contains(out, "target: interval within ±99% of the median, reached") {
+		t.Errorf("output:\n%s", out)
+	}
+}
