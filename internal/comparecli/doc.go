@@ -2,7 +2,8 @@
 // implementations of a perftest test, typically perftest's ib_write_bw and
 // pvperf's write_bw, with the same options on the same device, each as a
 // server and a client on this machine, in interleaved rounds, and prints
-// the ratio of their medians with a bootstrap confidence interval.
+// the median of the rounds' ratios with a bootstrap confidence interval
+// (rounds resampled whole).
 //
 // It owns the child processes of a round and ends them (an interrupt, then
 // a kill) before the next round starts. Nothing is shared between calls of
