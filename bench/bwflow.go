@@ -78,15 +78,20 @@ func (s *session) runRDMABW(ctx context.Context) error {
 	if s.server && !cfg.Bidirectional && !writeImm {
 		// The client runs the test; wait for it, then print its results.
 		stop := s.watchPeer(ctx)
+		m0 := markCPU()
 		err := s.waitingBarrier()
 		stop()
 		if err != nil {
 			return s.peerErr(ctx, err)
 		}
+		span := m0.spanTo(markCPU(), 0)
 		rem, err := s.exchangeReports(reports.BWResult{})
 		if err != nil {
 			return err
 		}
+		// The client measured every size while this side waited: its CPU
+		// counts for the last, the one it reports.
+		s.recordCPU(int(rem.Size), span)
 		s.rec.AddBW(reports.SideRemote, rem)
 		s.writeLastRow()
 		if err := s.closeConn(); err != nil {
@@ -163,6 +168,7 @@ func (s *session) measure(ctx context.Context, m *msgPlan, r *receiver, bi, rece
 	var sm samples
 	var err error
 	peak := s.peakOn()
+	m0 := markCPU()
 	switch {
 	case bi:
 		sm, err = s.ep.runBi(ctx, r, m, peak, s.server)
@@ -176,6 +182,7 @@ func (s *session) measure(ctx context.Context, m *msgPlan, r *receiver, bi, rece
 	if err != nil {
 		return reports.BWResult{}, s.peerErr(ctx, runErr(err, "run_iter_bw"))
 	}
+	s.keepCPU(m.size, m0, sm, s.cfg.Iters*uint64(s.cfg.NumQPs))
 	return s.bwResult(m.size, sm, peak)
 }
 

@@ -64,6 +64,7 @@ func (l *latRun) finish() samples {
 		<-l.dc.done
 		l.sm.tposted[0], l.sm.tcompleted[0] = l.dc.start.Load(), l.dc.stop.Load()
 		l.sm.cpu = l.dc.cpuUtil()
+		l.sm.setWindow(l.dc)
 	} else {
 		l.sm.iters = l.e.cfg.Iters
 	}

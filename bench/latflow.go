@@ -9,8 +9,9 @@ import (
 )
 
 // latResult turns latency samples into perftest's numbers and prints them.
-func (s *session) latReport(size int, sm samples) error {
+func (s *session) latReport(size int, sm samples, m0 cpuMark) error {
 	cfg := &s.cfg
+	s.keepCPU(size, m0, sm, cfg.Iters)
 	rtt := cfg.Verb.RTTFactor()
 	if cfg.Duration > 0 {
 		r := reports.ComputeLatencyDuration(reports.LatencyDurationInput{Size: uint64(size), Iters: sm.iters,
@@ -48,12 +49,13 @@ func (s *session) runSendLat(ctx context.Context) error {
 		}
 		stop := s.watchPeer(ctx)
 		s.watchIntervals(m.size)
+		m0 := markCPU()
 		sm, err := s.ep.runLatSend(ctx, r, m, s.server)
 		stop()
 		if err != nil {
 			return s.peerErr(ctx, runErr(err, "run_iter_lat_send"))
 		}
-		if err := s.latReport(m.size, sm); err != nil {
+		if err := s.latReport(m.size, sm, m0); err != nil {
 			return err
 		}
 	}
@@ -77,6 +79,7 @@ func (s *session) runWriteLat(ctx context.Context) error {
 		m := &s.plan.msgs[i]
 		var sm samples
 		var err error
+		var m0 cpuMark
 		if cfg.Verb == perftest.WriteImm {
 			r, err2 := s.postReceives(m)
 			if err2 != nil {
@@ -87,18 +90,20 @@ func (s *session) runWriteLat(ctx context.Context) error {
 			}
 			stop := s.watchPeer(ctx)
 			s.watchIntervals(m.size)
+			m0 = markCPU()
 			sm, err = s.ep.runLatWriteImm(ctx, r, m, s.server)
 			stop()
 		} else {
 			stop := s.watchPeer(ctx)
 			s.watchIntervals(m.size)
+			m0 = markCPU()
 			sm, err = s.ep.runLatWrite(ctx, m, s.server)
 			stop()
 		}
 		if err != nil {
 			return s.peerErr(ctx, runErr(err, "run_iter_lat_write"))
 		}
-		if err := s.latReport(m.size, sm); err != nil {
+		if err := s.latReport(m.size, sm, m0); err != nil {
 			return err
 		}
 	}
@@ -130,12 +135,13 @@ func (s *session) runReadAtomicLat(ctx context.Context) error {
 		m := &s.plan.msgs[i]
 		stop := s.watchPeer(ctx)
 		s.watchIntervals(m.size)
+		m0 := markCPU()
 		sm, err := s.ep.runLatReadAtomic(ctx, m)
 		stop()
 		if err != nil {
 			return s.peerErr(ctx, runErr(err, "run_iter_lat"))
 		}
-		if err := s.latReport(m.size, sm); err != nil {
+		if err := s.latReport(m.size, sm, m0); err != nil {
 			return err
 		}
 	}

@@ -20,6 +20,9 @@ func (s *session) writeExtras() {
 	if run.Fit != nil {
 		_ = reports.WriteFit(s.out, run.Fit, s.cfg.ReportGbits)
 	}
+	if s.cfg.CPUUtil {
+		_ = reports.WriteCPU(s.out, run.Results)
+	}
 }
 
 // writeFiles writes --out_json, --out_csv and --out_html.
@@ -98,6 +101,7 @@ func (s *session) writeLastRow() { _ = s.rec.WriteRow(s.out, &s.ti, s.rec.Len()-
 // record.
 func (s *session) results() reports.Run {
 	run := reports.Run{Info: s.info, Results: s.rec.Results(s.cfg.ReportGbits, reports.Nanoseconds), Repeats: s.repeats}
+	run.AttachCPU(s.cpu, s.peerCPU)
 	if s.cfg.AllSizes {
 		// A sweep whose times do not grow with the size has no fit.
 		run.Fit, _ = reports.FitSweep(&run)

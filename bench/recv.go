@@ -175,6 +175,7 @@ func (e *endpoint) runBWServer(ctx context.Context, r *receiver) (samples, error
 	if duration {
 		sm.tposted[0], sm.tcompleted[0] = dc.start.Load(), dc.stop.Load()
 		sm.cpu = dc.cpuUtil()
+		sm.setWindow(dc)
 	} else {
 		sm.tcompleted[0] = clock.Now()
 		sm.iters = tot

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pvperf/pvperf/internal/clock"
+	"github.com/pvperf/pvperf/reports"
 	"github.com/pvperf/pvperf/reports/hdr"
 )
 
@@ -26,6 +27,10 @@ type samples struct {
 	tcompleted []int64
 	iters      uint64  // messages counted (duration mode: in the sample window)
 	cpu        float32 // CPU use in the sample window (duration mode)
+	// window is the process's CPU over a duration run's sample window
+	// (set with the window, in duration mode only).
+	window    reports.CPUSpan
+	hasWindow bool
 	// hist is a latency loop's histogram of the times between posts (nil
 	// without one).
 	hist *hdr.Histogram
@@ -53,6 +58,7 @@ func (sm *samples) end(dc *durationClock, tot uint64, peak bool) {
 	if dc != nil {
 		sm.tposted[0], sm.tcompleted[0] = dc.start.Load(), dc.stop.Load()
 		sm.cpu = dc.cpuUtil()
+		sm.setWindow(dc)
 		return
 	}
 	sm.iters = tot
@@ -74,9 +80,11 @@ type durationClock struct {
 	// iterations), stored as it goes when there is a tick function.
 	count atomic.Uint64
 	// cpu0 and cpu1 are /proc/stat's times at the start and the end of
-	// the sample window (read before done is closed).
-	cpu0, cpu1 cpuTimes
-	done       chan struct{}
+	// the sample window, mark0 and mark1 the process's CPU time then
+	// (read before done is closed).
+	cpu0, cpu1   cpuTimes
+	mark0, mark1 cpuMark
+	done         chan struct{}
 }
 
 // interval is one second (or the last part of one) of a duration run.
@@ -88,6 +96,15 @@ type interval struct {
 	// Sampled tells the interval lies in the measured window (not in a
 	// margin).
 	Sampled bool
+}
+
+// setWindow keeps the process's CPU over dc's sample window, for the
+// messages counted in it; call it after dc is done.
+func (sm *samples) setWindow(dc *durationClock) {
+	if dc.mark0.at == 0 || dc.mark1.at == 0 {
+		return
+	}
+	sm.window, sm.hasWindow = dc.mark0.spanTo(dc.mark1, sm.iters), true
 }
 
 // cpuUtil is the CPU use in the sample window; call it after done.
@@ -122,6 +139,7 @@ func startDuration(ctx context.Context, duration, margin int, tick func(interval
 			return
 		}
 		d.cpu0 = readCPUTimes()
+		d.mark0 = markCPU()
 		d.start.Store(clock.Now())
 		d.state.Store(stateSample)
 		if !sleep(duration - 2*margin) {
@@ -129,6 +147,7 @@ func startDuration(ctx context.Context, duration, margin int, tick func(interval
 		}
 		d.stop.Store(clock.Now())
 		d.cpu1 = readCPUTimes()
+		d.mark1 = markCPU()
 		d.state.Store(stateStopSample)
 		if !sleep(margin) {
 			return

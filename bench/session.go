@@ -59,6 +59,9 @@ type session struct {
 	repeated, redial bool
 	// setupDone tells the peer's setup message arrived.
 	setupDone bool
+	// cpu is this side's CPU use per message size, peerCPU the peer's
+	// (between two pvperf sides).
+	cpu, peerCPU []reports.CPUSpan
 	// repeats summarises a repeated test's runs, in the files.
 	repeats *reports.Repeats
 }
@@ -132,6 +135,9 @@ func (s *session) run(ctx context.Context) (err error) {
 		return err
 	}
 	defer s.conn.Close()
+	if cfg.CPUUtil && !cfg.CMExchange && !cfg.RdmaCM {
+		s.conn.KeepOpen()
+	}
 	ctx, s.cancel = context.WithCancelCause(ctx)
 	defer s.cancel(nil)
 
@@ -189,6 +195,9 @@ func (s *session) run(ctx context.Context) (err error) {
 			err = cause
 		}
 		return err
+	}
+	if cfg.CPUUtil && !cfg.CMExchange && !cfg.RdmaCM {
+		s.exchangeCPU()
 	}
 	if cfg.Extras {
 		s.writeExtras()

@@ -31,6 +31,7 @@ var CSVColumns = []string{
 	"repeat_runs", "repeat_metric", "repeat_median", "repeat_min", "repeat_max",
 	"repeat_ci_low", "repeat_ci_high", "repeat_half_width_percent",
 	"fit_alpha_us", "fit_beta_MiB_per_s", "fit_n_half_bytes", "fit_r_squared",
+	"cpu_local_percent", "cpu_remote_percent", "cpu_local_us_per_msg", "cpu_remote_us_per_msg",
 }
 
 // WriteCSV writes runs as CSV (RFC 4180, "\n" line ends).
@@ -98,7 +99,12 @@ func csvRow(run *Run, res *Result) []string {
 	}
 	row = append(row, rep...)
 	if f := run.Fit; f != nil {
-		return append(row, csvNum(f.AlphaUs), csvNum(f.BetaMiBps), csvNum(f.NHalfBytes), csvNum(f.RSquared))
+		row = append(row, csvNum(f.AlphaUs), csvNum(f.BetaMiBps), csvNum(f.NHalfBytes), csvNum(f.RSquared))
+	} else {
+		row = append(row, "", "", "", "")
+	}
+	if c := res.CPU; c != nil {
+		return append(row, csvNum(c.LocalPercent), csvNum(c.RemotePercent), csvNum(c.LocalUsPerMsg), csvNum(c.RemoteUsPerMsg))
 	}
 	return append(row, "", "", "", "")
 }

@@ -116,6 +116,9 @@ type Result struct {
 	Latency *LatencyStats `json:"latency,omitempty"`
 	// CPUUtil is --cpu_util's CPU usage in percent (NaN: not measured).
 	CPUUtil Num `json:"cpu_util_percent"`
+	// CPU is the CPU use and service demand of both sides over the row's
+	// measurement (nil: not measured).
+	CPU *CPUStats `json:"cpu,omitempty"`
 	// Distribution is a latency row's HDR histogram (nil: none kept).
 	Distribution *Distribution `json:"latency_distribution,omitempty"`
 }

@@ -78,6 +78,8 @@ type Conn struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	// keepOpen: CloseHandshake does not close the connection.
+	keepOpen bool
 }
 
 // NewConn returns a Conn for role over nc, which it takes ownership of.
@@ -438,7 +440,7 @@ var doneMsg = []byte("done\x00")
 
 // CloseHandshake is perftest's ctx_close_connection: one more key
 // handshake, then (if Features.SendDone) a best-effort "done\0", then
-// closing the connection. The connection is closed even if the handshake
+// closing the connection (unless KeepOpen was called). The connection is closed even if the handshake
 // fails.
 func (c *Conn) CloseHandshake(f KeyFormat, local perftest.Dest) (perftest.Dest, error) {
 	remote, err := c.Handshake(f, local)
@@ -449,11 +451,18 @@ func (c *Conn) CloseHandshake(f KeyFormat, local perftest.Dest) (perftest.Dest, 
 			_ = c.write(stepDone, doneMsg)
 		}
 	}
+	if c.keepOpen {
+		return remote, err
+	}
 	if cerr := c.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
 	return remote, err
 }
+
+// KeepOpen has CloseHandshake leave the connection open, for pvperf's own
+// message after it (see ExchangeExtra); Close still closes it.
+func (c *Conn) KeepOpen() { c.keepOpen = true }
 
 // BWReport is one side's BW result (perftest's struct bw_report_data), in
 // the sender's units (MiB/s or Gb/s, per --report_gbits).

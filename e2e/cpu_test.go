@@ -1,0 +1,52 @@
+package e2e
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cpuRow is a row of the CPU table: size, local and remote use, local and
+// remote CPU per message.
+var cpuRow = regexp.MustCompile(`(?m)^ 65536 +([0-9.]+|-) +([0-9.]+|-) +([0-9.]+|-) +([0-9.]+|-)$`)
+
+// TestCPUBothSides: with --cpu_util on both pvperf sides each prints its
+// own CPU use and the peer's; the peer of a WRITE test (the server) is the
+// mirror of the client. Without --cpu_util on the server the client's
+// remote columns stay empty, and it does not wait long for them.
+func TestCPUBothSides(t *testing.T) {
+	server, client := runPair(t, "write_bw", "-d", "emu0", "-n", "5000", "--cpu_util")
+	s, c := cpuRow.FindStringSubmatch(server.stdout.String()), cpuRow.FindStringSubmatch(client.stdout.String())
+	if s == nil || c == nil {
+		t.Fatalf("no CPU row:\nserver:\n%s\nclient:\n%s", server.stdout.String(), client.stdout.String())
+	}
+	if s[1] != c[2] || s[2] != c[1] || s[3] != c[4] || s[4] != c[3] || c[2] == "-" || c[4] == "-" {
+		t.Errorf("server %q and client %q are not each other's mirror", s[0], c[0])
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	port := strconv.Itoa(freePort(t))
+	srv := start(t, ctx, "write_bw", "-d", "emu0", "-n", "5000", "-p", port)
+	waitListening(t, ctx, srv, port)
+	t0 := time.Now()
+	cli := start(t, ctx, "write_bw", "-d", "emu0", "-n", "5000", "--cpu_util", "-p", port, "localhost")
+	for _, p := range []*proc{cli, srv} {
+		if code, err := p.wait(); err != nil || code != 0 {
+			t.Fatalf("%v: exit %d %v\n%s", p.cmd.Args, code, err, p.stderr.String())
+		}
+	}
+	c = cpuRow.FindStringSubmatch(cli.stdout.String())
+	if c == nil || c[1] == "-" || c[2] != "-" || c[4] != "-" {
+		t.Errorf("client facing a server without --cpu_util: %q\n%s", c, cli.stdout.String())
+	}
+	if d := time.Since(t0); d > 20*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if strings.Contains(srv.stdout.String(), "CPU use over") {
+		t.Error("the server printed CPU figures without --cpu_util")
+	}
+}
