@@ -153,6 +153,10 @@ type Config struct {
 	// that much of the median (after at least MinRepeats runs), and ends
 	// the server's series with an empty connection.
 	RepeatCI float64
+	// CheckData is --check_data (always on with Loopback): after the test
+	// each receiving side checks that what landed in its buffer is what
+	// a pvperf sender sends (see ErrDataMismatch).
+	CheckData bool
 	// NoLatencyHistogram leaves the latency loops without their HDR
 	// histogram (for benchmarks of its cost; percentiles then come from
 	// the samples alone, and duration runs have none).

@@ -181,6 +181,8 @@ func (e *endpoint) setup() error {
 		if !(cfg.Test == perftest.Latency && (cfg.Verb == perftest.Write || cfg.Verb == perftest.WriteImm)) {
 			fill(e.buf, pattern)
 		}
+	} else {
+		e.fillPattern()
 	}
 	if e.mr, err = e.pd.RegMR(e.buf, cfg.mrAccess()); err != nil {
 		return fmt.Errorf("Couldn't allocate MR: %w", err)

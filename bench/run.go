@@ -48,6 +48,8 @@ func Run(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Write
 // before it runs.
 func runOnce(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Writer, adjust func(*session)) (*session, error) {
 	if cfg.Loopback {
+		// Both sides are pvperf's: what arrives is checked.
+		cfg.CheckData = true
 		return runLoopback(ctx, cfg, dev, out, errOut, adjust)
 	}
 	listens := cfg.Server == ""

@@ -57,6 +57,9 @@ type session struct {
 	// come after the last run) and prints no additions; redial retries
 	// the client's connection while the server gets ready again.
 	repeated, redial bool
+	// beforeCheck, if set, runs before the received data is checked (a
+	// test's way to spoil it).
+	beforeCheck func()
 	// setupDone tells the peer's setup message arrived.
 	setupDone bool
 	// cpu is this side's CPU use per message size, peerCPU the peer's
@@ -195,6 +198,14 @@ func (s *session) run(ctx context.Context) (err error) {
 			err = cause
 		}
 		return err
+	}
+	if cfg.CheckData {
+		if s.beforeCheck != nil {
+			s.beforeCheck()
+		}
+		if err := s.checkReceived(); err != nil {
+			return fail(err, " Data check failed: "+err.Error()+"\n")
+		}
 	}
 	if cfg.CPUUtil && !cfg.CMExchange && !cfg.RdmaCM {
 		s.exchangeCPU()

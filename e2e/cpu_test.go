@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -48,5 +50,36 @@ func TestCPUBothSides(t *testing.T) {
 	}
 	if strings.Contains(srv.stdout.String(), "CPU use over") {
 		t.Error("the server printed CPU figures without --cpu_util")
+	}
+}
+
+// TestCheckDataTwoProcesses: with --check_data a server that receives
+// what a pvperf client sends passes; when the client sends other bytes
+// (its --payload_file_path) the server fails, saying where; without
+// --check_data it does not look.
+func TestCheckDataTwoProcesses(t *testing.T) {
+	runPair(t, "write_bw", "-d", "emu0", "-n", "200", "--check_data")
+
+	payload := filepath.Join(t.TempDir(), "payload")
+	if err := os.WriteFile(payload, []byte("0x11223344,0x55667788"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, check := range []bool{true, false} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		port := strconv.Itoa(freePort(t))
+		args := []string{"-d", "emu0", "-n", "200", "-p", port}
+		if check {
+			args = append(args, "--check_data")
+		}
+		srv := start(t, ctx, "write_bw", args...)
+		waitListening(t, ctx, srv, port)
+		cli := start(t, ctx, "write_bw", append(args, "--payload_file_path", payload, "localhost")...)
+		cc, _ := cli.wait()
+		sc, _ := srv.wait()
+		cancel()
+		failed := strings.Contains(srv.stderr.String(), " Data check failed: queue pair 0: byte 0 of its receive buffer, in the first message, is 0x44, want 0x0c")
+		if check && (sc != 1 || !failed) || !check && (sc != 0 || failed) || cc != 0 {
+			t.Errorf("--check_data %v: server exit %d, client %d\n%s", check, sc, cc, srv.stderr.String())
+		}
 	}
 }

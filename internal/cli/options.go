@@ -644,6 +644,10 @@ func options() *optTable {
 		p.cfg.RepeatCI = x
 		return nil
 	}})
+	add(&opt{long: "check_data", pvperf: true, set: func(p *parser, _ string) error {
+		p.cfg.CheckData = true
+		return nil
+	}})
 	add(&opt{long: "perftest_output", pvperf: true, set: func(p *parser, _ string) error {
 		p.cfg.Extras = false
 		return nil

@@ -255,6 +255,8 @@ func writeUsage(w io.Writer, prog string, t testSpec, verb perftest.Verb, tbl *o
 		" Run the test n times (a server serves n clients) and print the median, range and 95% confidence interval of each result")
 	u.opt("repeat_ci", "      --repeat_ci=<percent> ",
 		fmt.Sprintf(" Repeat until the confidence interval of the median is within <percent> of it (at least %d runs, at most --repeat, default %d)", bench.MinRepeats, defaultRepeatMax))
+	u.opt("check_data", "      --check_data ",
+		" After the test, check that the bytes received are those a pvperf peer sent (always on with --loopback; not for atomics or a payload file)")
 	u.opt("perftest_output", "      --perftest_output ",
 		" Print perftest's text alone: no percentiles, fits, intervals or summaries (the default under an ib_ name)")
 	u.opt("interval_json", "      --interval_json=<file> ",

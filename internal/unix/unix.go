@@ -178,24 +178,3 @@ func SetRobustList(head uintptr) error {
 	}
 	return nil
 }
-
-// IsTerminal reports whether w is a terminal (a file whose descriptor
-// answers the TCGETS ioctl).
-func IsTerminal(w any) bool {
-	f, ok := w.(interface{ Fd() uintptr })
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
-
-// ProcessCPU returns the CPU time this process has used, user and system,
-// from getrusage(2).
-func ProcessCPU() (user, sys time.Duration) {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0, 0
-	}
-	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
-}
