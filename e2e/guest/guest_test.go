@@ -183,7 +183,14 @@ func TestPvperf(t *testing.T) {
 	needDevice(t)
 	for _, test := range tests {
 		t.Run(test, func(t *testing.T) {
-			pair{server: pv(test), client: pv(test), args: args(""), serverRow: serverReports(test)}.check(t)
+			// Both sides check what they received (pvperf's pattern).
+			pair{server: pv(test), client: pv(test), args: args("--check_data"), serverRow: serverReports(test)}.check(t)
+		})
+	}
+	// UD and several queue pairs, checked too.
+	for _, c := range []struct{ test, opts string }{{"send_bw", "-c UD --check_data"}, {"write_bw", "-q 2 --check_data"}, {"read_bw", "-q 2 --check_data"}} {
+		t.Run(interopName(c.test, c.opts), func(t *testing.T) {
+			pair{server: pv(c.test), client: pv(c.test), args: args(c.opts), serverRow: serverReports(c.test)}.check(t)
 		})
 	}
 }

@@ -81,7 +81,7 @@ const (
 	whyMlx5       = "mlx5 vendor feature"
 	whyDC         = "DC transport is not supported"
 	whyTPH        = "PCIe TPH is not supported"
-	whyValidation = "data validation is not implemented; it also changes perftest's key exchange format"
+	whyValidation = "perftest's data validation (tail markers, a changed key format) is not implemented; pvperf's --check_data checks what a pvperf peer sent"
 )
 
 var (
