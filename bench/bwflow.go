@@ -164,7 +164,7 @@ func (s *session) postReceives(m *msgPlan) (*receiver, error) {
 // (run_iter_bw_server, no peak).
 func (s *session) measure(ctx context.Context, m *msgPlan, r *receiver, bi, receives bool) (reports.BWResult, error) {
 	stop := s.watchPeer(ctx)
-	s.watchIntervals(m.size)
+	s.startSize(m.size)
 	var sm samples
 	var err error
 	peak := s.peakOn()

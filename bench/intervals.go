@@ -57,6 +57,16 @@ func (s *session) openIntervals() (func() error, error) {
 	return f.Close, nil
 }
 
+// startSize is called before each size's loop: the progress line of a
+// sweep on a terminal, and the intervals of a duration run.
+func (s *session) startSize(size int) {
+	if s.prog != nil {
+		s.sizeIndex++
+		s.prog.set(s.sizeIndex, fmt.Sprintf("sizes: %d bytes", size))
+	}
+	s.watchIntervals(size)
+}
+
 // watchIntervals has the next loop, for messages of size bytes, report
 // each second of a duration run: a text line (pvperf's additions to the
 // text) and, with --interval_json, a JSON line.

@@ -48,7 +48,7 @@ func (s *session) runSendLat(ctx context.Context) error {
 			return err
 		}
 		stop := s.watchPeer(ctx)
-		s.watchIntervals(m.size)
+		s.startSize(m.size)
 		m0 := markCPU()
 		sm, err := s.ep.runLatSend(ctx, r, m, s.server)
 		stop()
@@ -89,13 +89,13 @@ func (s *session) runWriteLat(ctx context.Context) error {
 				return err
 			}
 			stop := s.watchPeer(ctx)
-			s.watchIntervals(m.size)
+			s.startSize(m.size)
 			m0 = markCPU()
 			sm, err = s.ep.runLatWriteImm(ctx, r, m, s.server)
 			stop()
 		} else {
 			stop := s.watchPeer(ctx)
-			s.watchIntervals(m.size)
+			s.startSize(m.size)
 			m0 = markCPU()
 			sm, err = s.ep.runLatWrite(ctx, m, s.server)
 			stop()
@@ -134,7 +134,7 @@ func (s *session) runReadAtomicLat(ctx context.Context) error {
 	for i := range s.plan.msgs {
 		m := &s.plan.msgs[i]
 		stop := s.watchPeer(ctx)
-		s.watchIntervals(m.size)
+		s.startSize(m.size)
 		m0 := markCPU()
 		sm, err := s.ep.runLatReadAtomic(ctx, m)
 		stop()

@@ -7,8 +7,9 @@ import (
 	"github.com/pvperf/pvperf/internal/unix"
 )
 
-// progress shows how far a repeated test is, on one line of a terminal
-// that it rewrites; on anything else it prints nothing.
+// progress shows how far a repeated test or a sweep of sizes is, on one
+// line of a terminal that it rewrites; on anything else it prints
+// nothing.
 type progress struct {
 	w     io.Writer
 	total int
@@ -22,12 +23,12 @@ func newProgress(w io.Writer, total int) *progress {
 	return &progress{w: w, total: total}
 }
 
-// set shows that n runs of the total are done, with a note.
+// set shows that step n of the total is under way or done, with a note.
 func (p *progress) set(n int, note string) {
 	if p.w == nil {
 		return
 	}
-	fmt.Fprintf(p.w, "\r\033[K run %d of %d %s", n, p.total, note)
+	fmt.Fprintf(p.w, "\r\033[K %d of %d %s", n, p.total, note)
 	p.shown = true
 }
 

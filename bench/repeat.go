@@ -57,7 +57,7 @@ func runRepeated(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 		}
 		last = s
 		runs = append(runs, s.results())
-		prog.set(k+1, "")
+		prog.set(k+1, "runs")
 		if client && cfg.RepeatCI > 0 && len(runs) >= MinRepeats {
 			rep, err := reports.SummarizeRepeats(runs, RepeatLevel, RepeatResamples, cfg.RepeatCI)
 			if err == nil && rep.Converged {
@@ -67,7 +67,7 @@ func runRepeated(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 				break
 			}
 			if err == nil {
-				prog.set(k+1, fmt.Sprintf("±%.2f%%", rep.Widest(runs[0].Info.Kind)))
+				prog.set(k+1, fmt.Sprintf("runs, interval ±%.2f%%", rep.Widest(runs[0].Info.Kind)))
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pvperf/pvperf/bench/oob"
 	"github.com/pvperf/pvperf/internal/clock"
+	"github.com/pvperf/pvperf/internal/unix"
 	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/reports"
 	"github.com/pvperf/pvperf/verbs"
@@ -65,6 +66,10 @@ type session struct {
 	// cpu is this side's CPU use per message size, peerCPU the peer's
 	// (between two pvperf sides).
 	cpu, peerCPU []reports.CPUSpan
+	// prog shows a sweep's progress on a terminal (nil: none);
+	// sizeIndex counts the sizes started.
+	prog      *progress
+	sizeIndex int
 	// repeats summarises a repeated test's runs, in the files.
 	repeats *reports.Repeats
 }
@@ -181,6 +186,12 @@ func (s *session) run(ctx context.Context) (err error) {
 			err = fail(cerr, fmt.Sprintf(" Couldn't write interval output file %s: %v\n", cfg.IntervalJSON, cerr))
 		}
 	}()
+	// A sweep's rows show its progress on a terminal; the progress line is
+	// for output sent elsewhere.
+	if cfg.Extras && len(s.plan.msgs) > 1 && !s.repeated && !unix.IsTerminal(s.out) {
+		s.prog = newProgress(s.errOut, len(s.plan.msgs))
+		defer s.prog.done()
+	}
 	switch {
 	case cfg.Test == perftest.Bandwidth && (cfg.Verb == perftest.Send || cfg.Verb == perftest.SendImm):
 		err = s.runSendBW(ctx)
