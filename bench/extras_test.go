@@ -116,9 +116,13 @@ func TestRepeatedLoopback(t *testing.T) {
 	dev := device(t, emu.ProfileUnrestricted, 2)
 	c := testConfig(perftest.Bandwidth, perftest.Write)
 	c.Repeat, c.Extras = 3, true
+	c.JSON, c.JSONFile = true, filepath.Join(t.TempDir(), "r.json")
 	out := runLoop(t, dev, c)
 	if strings.Count(out, "RDMA_Write BW Test") != 1 || !strings.Contains(out, " 3 runs: median, range and 95% confidence interval of the median") {
 		t.Errorf("output:\n%s", out)
+	}
+	if b, err := os.ReadFile(c.JSONFile); err != nil || !strings.Contains(string(b), `"repeats": {`) || !strings.Contains(string(b), `"runs": 3`) {
+		t.Errorf("JSON file (%v):\n%s", err, b)
 	}
 	c.Repeat, c.RepeatCI = 8, 99
 	out = runLoop(t, dev, c)

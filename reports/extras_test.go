@@ -237,3 +237,41 @@ func TestAttachCPU(t *testing.T) {
 		t.Errorf("%q %v", b.String(), err)
 	}
 }
+
+// TestExtrasRoundTrip: a run with a distribution, CPU figures, a fit and
+// repeats reads back from its JSON as it was written.
+func TestExtrasRoundTrip(t *testing.T) {
+	r := fixtureLat(1)
+	h := hdr.New()
+	for i := range int64(100) {
+		h.Record(900 + i)
+	}
+	r.Results[0].Distribution = newDistribution(h, 1000)
+	r.AttachCPU([]CPUSpan{{Size: 2, CPUSeconds: 1, WallSeconds: 2, Messages: 10}}, nil)
+	f, err := FitSweep(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Fit = f
+	r.Repeats, err = SummarizeRepeats([]Run{r, r}, 0.95, 100, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := MarshalRun(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseRun(a, "x.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := MarshalRun(&back)
+	if err != nil || !bytes.Equal(a, b) {
+		t.Fatalf("second write differs (%v):\n%s", err, lineDiff(string(a), string(b)))
+	}
+	for _, key := range []string{`"latency_distribution"`, `"buckets"`, `"cpu": {`, `"remote_percent": null`, `"hockney_fit"`, `"repeats"`, `"ci_low"`} {
+		if !strings.Contains(string(a), key) {
+			t.Errorf("no %s in:\n%s", key, a)
+		}
+	}
+}

@@ -28,11 +28,13 @@ type runEnvelope struct {
 	SchemaVersion int      `json:"schema_version"`
 	Info          RunInfo  `json:"info"`
 	Results       []Result `json:"results"`
+	Fit           *Fit     `json:"hockney_fit,omitempty"`
+	Repeats       *Repeats `json:"repeats,omitempty"`
 }
 
 // runJSON returns the "pvperf" object, indented by one level.
 func runJSON(run *Run) (string, error) {
-	env := runEnvelope{SchemaVersion: SchemaVersion, Info: run.Info, Results: run.Results}
+	env := runEnvelope{SchemaVersion: SchemaVersion, Info: run.Info, Results: run.Results, Fit: run.Fit, Repeats: run.Repeats}
 	if env.Results == nil {
 		env.Results = []Result{}
 	}
@@ -92,7 +94,7 @@ func ParseRun(data []byte, source string) (Run, error) {
 	if err := dec.Decode(&env); err != nil {
 		return fail(ErrMalformed, "\"pvperf\": %v", fieldErr(err))
 	}
-	run := Run{Info: env.Info, Results: env.Results, Source: source}
+	run := Run{Info: env.Info, Results: env.Results, Fit: env.Fit, Repeats: env.Repeats, Source: source}
 	if err := run.check(); err != nil {
 		return fail(ErrSchema, "%v", err)
 	}
