@@ -84,3 +84,18 @@ func TestFailingCommand(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", rc, e.String())
 	}
 }
+
+// FuzzValue: any text gives a positive finite value with its label, or an
+// error; never a panic.
+func FuzzValue(f *testing.F) {
+	for _, s := range []string{bwText, latText, durText, infText, " #bytes\n 2\n", " #bytes BW average\n 1 2\n"} {
+		f.Add(s, "auto")
+	}
+	f.Add(bwText, "rate")
+	f.Fuzz(func(t *testing.T, text, metric string) {
+		v, label, err := value(text, metric)
+		if err == nil && (!(v > 0) || v > 1e300 || label == "") {
+			t.Fatalf("value %v %q from %q", v, label, text)
+		}
+	})
+}
