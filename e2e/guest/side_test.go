@@ -74,7 +74,8 @@ func TestSideBySide(t *testing.T) {
 				t.Skip("the time budget is spent")
 			}
 			args := []string{"compare", "--rounds", strconv.Itoa(*rounds), "--ci", "5", "--max-rounds", strconv.Itoa(3 * *rounds),
-				"--metric", c.metric, "--host", *addr, "--timeout", max(*runTimeout, 2*time.Minute).String(), "--json", js,
+				"--metric", c.metric, "--host", *addr, "--timeout", max(*runTimeout, 2*time.Minute).String(),
+				"--listen-timeout", listenTimeout.String(), "--json", js,
 				pt(test), pvCmd, "--"}
 			ctx, cancel := context.WithTimeout(context.Background(), tmo)
 			defer cancel()
