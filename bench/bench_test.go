@@ -59,6 +59,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -221,5 +222,47 @@ func BenchmarkLatencyHistogram(b *testing.B) {
 				runBenchEdit(b, perftest.Latency, verb, 1, 2, func(c *Config) { c.NoLatencyHistogram = !hist })
 			})
 		}
+	}
+}
+
+// BenchmarkLatencyHistogramCost measures the histogram's cost in the
+// latency loop as a ratio taken side by side: rounds of send_lat and
+// write_lat of 2 bytes, each round one run with the histogram and one
+// without (the order alternating), b.N round trips per run; it reports
+// the median over the rounds of (mean latency with) / (without) - 1, in
+// percent.
+func BenchmarkLatencyHistogramCost(b *testing.B) {
+	dev, err := benchDevice()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, verb := range []perftest.Verb{perftest.Send, perftest.Write} {
+		b.Run(fmt.Sprintf("verb=%s", verb), func(b *testing.B) {
+			mean := func(hist bool) float64 {
+				cfg := benchConfig(perftest.Latency, verb, 1, 2, b.N)
+				cfg.NoLatencyHistogram = !hist
+				ctx, cancel := context.WithTimeout(context.Background(), benchTimeout)
+				defer cancel()
+				run, err := Run(ctx, cfg, dev, io.Discard, io.Discard)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return float64(run.Primary()[0].Latency.MeanUs)
+			}
+			const rounds = 7
+			var costs []float64
+			for r := range rounds {
+				var with, without float64
+				if r%2 == 0 {
+					with, without = mean(true), mean(false)
+				} else {
+					without, with = mean(false), mean(true)
+				}
+				costs = append(costs, 100*(with/without-1))
+			}
+			slices.Sort(costs)
+			b.ReportMetric(costs[rounds/2], "hist_cost_%")
+			b.ReportMetric(0, "ns/op")
+		})
 	}
 }

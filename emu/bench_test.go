@@ -235,7 +235,10 @@ func BenchmarkWriteRate(b *testing.B) {
 
 // pingPong runs n SEND/RECV round trips of 2 bytes; the initiator sends
 // first. Each side sends, then reposts the receive it consumed after its
-// own send (off the round trip), and reaps its send completion.
+// own send (off the round trip), and reaps its send completion: between
+// a receive completion and the next send there is nothing else. (The
+// initiator reposts the receive of round trip i after its send of round
+// trip i+1, and the last one before returning.)
 func pingPong(tb testing.TB, e *endpoint, n int, initiator bool) {
 	send := []verbs.SendWR{{Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
 		SGL: []verbs.SGE{{Addr: e.mr.Addr(), Length: 2, LKey: e.mr.LKey()}}}}
@@ -260,18 +263,28 @@ func pingPong(tb testing.TB, e *endpoint, n int, initiator bool) {
 			tb.Fatal(err)
 		}
 	}
+	repost := func() {
+		if _, err := e.qp.PostRecv(recv); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	for i := 0; i < n; i++ {
 		if initiator {
 			post()
+			if i > 0 {
+				repost()
+			}
+			poll(e.scq)
 			poll(e.rcq)
 		} else {
 			poll(e.rcq)
 			post()
+			repost()
+			poll(e.scq)
 		}
-		if _, err := e.qp.PostRecv(recv); err != nil {
-			tb.Fatal(err)
-		}
-		poll(e.scq)
+	}
+	if initiator && n > 0 {
+		repost()
 	}
 }
 
@@ -395,8 +408,8 @@ func (w *writePinger) run(n int, initiator bool) {
 // mode change spoiled. ns/halfrtt is still the emulator's total time over
 // all round trips; bare-ns/halfrtt is the median bare slice.
 const (
-	pingSlices    = 8     // emulator slices per run (fewer when b.N is small)
-	bareSliceRTTs = 20000 // round trips of a bare slice
+	pingSlices    = 8    // emulator slices per run (fewer when b.N is small)
+	bareSliceRTTs = 5000 // round trips of a bare slice
 )
 
 // pingKind tells a ping-pong peer what to play next.

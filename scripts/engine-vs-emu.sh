@@ -52,7 +52,7 @@ for r in $(seq "$rounds"); do
 	row "$out/write_bw" --loopback -s 65536 | awk '{ print $4 }' >>"$out/eng_bw"
 	bench 'BenchmarkWriteRate' 'Mmsg/s' >>"$out/raw_rate"
 	row "$out/write_bw" --loopback -s 2 -n 1000000 -N | awk '{ print $5 }' >>"$out/eng_rate"
-	bench 'BenchmarkPingPong/emu' 'ns/halfrtt' | awk '{ print $1 / 1000 }' >>"$out/raw_lat"
+	bench '^BenchmarkPingPong$/^emu$' 'ns/halfrtt' | awk '{ print $1 / 1000 }' >>"$out/raw_lat"
 	row "$out/send_lat" --loopback | awk '{ print $5 }' >>"$out/eng_lat"
 done
 
