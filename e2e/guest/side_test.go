@@ -54,7 +54,7 @@ var labSides = []sideSpec{
 func TestSideBySide(t *testing.T) {
 	needDevice(t)
 	var table strings.Builder
-	fmt.Fprintf(&table, "%-28s %-20s %10s %10s %8s %-18s %7s %-8s %s\n", "test", "metric", "perftest", "pvperf", "pv/pt", "95% interval", "±%", "target", "rounds")
+	fmt.Fprintf(&table, "%-28s %-20s %10s %10s %8s %-18s %7s %-8s %-6s %s\n", "test", "metric", "perftest", "pvperf", "pv/pt", "95% interval", "±%", "target", "rounds", "wall pv/pt [95% interval]")
 	specs := sides
 	if *lab == "qemu-pvrdma" {
 		specs = labSides
@@ -94,6 +94,9 @@ func TestSideBySide(t *testing.T) {
 				Lo        float64 `json:"ratio_ci_low"`
 				Hi        float64 `json:"ratio_ci_high"`
 				HalfWidth float64 `json:"half_width_percent"`
+				WallRatio float64 `json:"wall_ratio"`
+				WallLo    float64 `json:"wall_ratio_ci_low"`
+				WallHi    float64 `json:"wall_ratio_ci_high"`
 			}
 			b, err := os.ReadFile(js)
 			if err == nil {
@@ -102,8 +105,8 @@ func TestSideBySide(t *testing.T) {
 			if err != nil {
 				t.Fatalf("compare's JSON: %v", err)
 			}
-			fmt.Fprintf(&table, "%-28s %-20s %10s %10s %8.3f [%.3f, %.3f]  %6.2f %-8s %d\n", c.spec, r.Metric, num(r.Base), num(r.Cand),
-				r.Ratio, r.Lo, r.Hi, r.HalfWidth, c.target, r.Rounds)
+			fmt.Fprintf(&table, "%-28s %-20s %10s %10s %8.3f [%.3f, %.3f]  %6.2f %-8s %-6d %.3f [%.3f, %.3f]\n", c.spec, r.Metric, num(r.Base), num(r.Cand),
+				r.Ratio, r.Lo, r.Hi, r.HalfWidth, c.target, r.Rounds, r.WallRatio, r.WallLo, r.WallHi)
 			if r.HalfWidth > 5 {
 				t.Logf("the interval is wider than ±5%% after %d rounds (TCG runs vary by 10-25%%)", r.Rounds)
 			}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -142,10 +143,20 @@ type result struct {
 	Hi        float64   `json:"ratio_ci_high"`
 	Level     float64   `json:"confidence_level"`
 	HalfWidth float64   `json:"half_width_percent"`
+	// The wall time of each run, server start to exit, in seconds, and
+	// their ratio (median of the rounds').
+	BaseWall  []float64 `json:"base_wall_s"`
+	CandWall  []float64 `json:"candidate_wall_s"`
+	WallRatio float64   `json:"wall_ratio"`
+	WallLo    float64   `json:"wall_ratio_ci_low"`
+	WallHi    float64   `json:"wall_ratio_ci_high"`
 }
 
 func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
-	var vals [2][]float64
+	// vals are each command's values, walls the wall time of each of its
+	// runs, server start to exit: a figure no clock calibration of either
+	// tool can distort.
+	var vals, walls [2][]float64
 	var label string
 	names := [2]string{strings.Join(o.base, " "), strings.Join(o.cand, " ")}
 	cmds := [2][]string{o.base, o.cand}
@@ -158,13 +169,15 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		if r%2 == 0 {
 			order = [2]int{1, 0}
 		}
-		var got [2]float64
+		var got, wall [2]float64
 		usable := true
 		for _, i := range order {
+			t0 := time.Now()
 			out, err := pair(ctx, o, cmds[i])
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", r, names[i], err)
 			}
+			wall[i] = time.Since(t0).Seconds()
 			v, l, err := value(out, o.metric)
 			if errors.Is(err, errUnusable) {
 				fmt.Fprintf(stdout, " round %2d  %s: left out: %v\n", r, names[i], err)
@@ -181,6 +194,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		}
 		done++
 		vals[0], vals[1] = append(vals[0], got[0]), append(vals[1], got[1])
+		walls[0], walls[1] = append(walls[0], wall[0]), append(walls[1], wall[1])
 		fmt.Fprintf(stdout, " round %2d  %-24s %12.6g  %-24s %12.6g  ratio %.4f\n", r, names[0], got[0], names[1], got[1], got[1]/got[0])
 		if done < o.rounds {
 			continue
@@ -212,13 +226,20 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	hw := halfWidth(ratio, lo, hi)
 	fmt.Fprintf(stdout, " ratio %.4f  [%.4f, %.4f]  ±%.2f%%  (median of the rounds' ratios %s / %s; ratio of the medians %.4f)\n",
 		ratio, lo, hi, hw, names[1], names[0], sc.Median/sb.Median)
+	wr, wlo, whi, err := pairedRatio(walls[0], walls[1])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, " wall time of a run (server start to exit), ratio %.4f  [%.4f, %.4f]  (medians %.3g s and %.3g s)\n",
+		wr, wlo, whi, median(walls[1]), median(walls[0]))
 	if o.ci > 0 && hw > o.ci {
 		fmt.Fprintf(stdout, " the interval is wider than ±%g%% after %d rounds\n", o.ci, n)
 	}
 	if o.jsonFile != "" {
 		res := result{Base: names[0], Candidate: names[1], Args: o.args, Metric: label, Rounds: n,
 			BaseVals: vals[0], CandVals: vals[1], BaseMed: sb.Median, CandMed: sc.Median,
-			Ratio: ratio, Lo: lo, Hi: hi, Level: level, HalfWidth: hw}
+			Ratio: ratio, Lo: lo, Hi: hi, Level: level, HalfWidth: hw,
+			BaseWall: walls[0], CandWall: walls[1], WallRatio: wr, WallLo: wlo, WallHi: whi}
 		b, err := json.MarshalIndent(res, "", "  ")
 		if err != nil {
 			return err
@@ -244,6 +265,17 @@ func pairedRatio(base, cand []float64) (ratio, lo, hi float64, err error) {
 		return 0, 0, 0, err
 	}
 	return s.Median, s.Lo, s.Hi, nil
+}
+
+// median is the median of xs.
+func median(xs []float64) float64 {
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 // halfWidth is the larger half of [lo, hi] around r, in percent of r.
