@@ -228,41 +228,51 @@ func BenchmarkLatencyHistogram(b *testing.B) {
 // BenchmarkLatencyHistogramCost measures the histogram's cost in the
 // latency loop as a ratio taken side by side: rounds of send_lat and
 // write_lat of 2 bytes, each round one run with the histogram and one
-// without (the order alternating), b.N round trips per run; it reports
-// the median over the rounds of (mean latency with) / (without) - 1, in
-// percent.
+// without (the order alternating); it reports the median over the rounds
+// of (mean latency with) / (without) - 1, in percent. In iteration mode
+// (b.N round trips per run) the histogram is filled from the timestamps
+// after the loop; in duration mode (-D 2, one run per round whatever b.N)
+// the loop records each sample.
 func BenchmarkLatencyHistogramCost(b *testing.B) {
 	dev, err := benchDevice()
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, verb := range []perftest.Verb{perftest.Send, perftest.Write} {
-		b.Run(fmt.Sprintf("verb=%s", verb), func(b *testing.B) {
-			mean := func(hist bool) float64 {
-				cfg := benchConfig(perftest.Latency, verb, 1, 2, b.N)
-				cfg.NoLatencyHistogram = !hist
-				ctx, cancel := context.WithTimeout(context.Background(), benchTimeout)
-				defer cancel()
-				run, err := Run(ctx, cfg, dev, io.Discard, io.Discard)
-				if err != nil {
-					b.Fatal(err)
+	for _, mode := range []string{"iterations", "duration"} {
+		for _, verb := range []perftest.Verb{perftest.Send, perftest.Write} {
+			b.Run(fmt.Sprintf("mode=%s/verb=%s", mode, verb), func(b *testing.B) {
+				mean := func(hist bool) float64 {
+					cfg := benchConfig(perftest.Latency, verb, 1, 2, b.N)
+					if mode == "duration" {
+						cfg.Duration, cfg.Margin, cfg.Iters = 2, 0, 0
+					}
+					cfg.NoLatencyHistogram = !hist
+					ctx, cancel := context.WithTimeout(context.Background(), benchTimeout)
+					defer cancel()
+					run, err := Run(ctx, cfg, dev, io.Discard, io.Discard)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return float64(run.Primary()[0].Latency.MeanUs)
 				}
-				return float64(run.Primary()[0].Latency.MeanUs)
-			}
-			const rounds = 7
-			var costs []float64
-			for r := range rounds {
-				var with, without float64
-				if r%2 == 0 {
-					with, without = mean(true), mean(false)
-				} else {
-					without, with = mean(false), mean(true)
+				rounds := 7
+				if mode == "duration" {
+					rounds = 5
 				}
-				costs = append(costs, 100*(with/without-1))
-			}
-			slices.Sort(costs)
-			b.ReportMetric(costs[rounds/2], "hist_cost_%")
-			b.ReportMetric(0, "ns/op")
-		})
+				var costs []float64
+				for r := range rounds {
+					var with, without float64
+					if r%2 == 0 {
+						with, without = mean(true), mean(false)
+					} else {
+						without, with = mean(false), mean(true)
+					}
+					costs = append(costs, 100*(with/without-1))
+				}
+				slices.Sort(costs)
+				b.ReportMetric(costs[rounds/2], "hist_cost_%")
+				b.ReportMetric(0, "ns/op")
+			})
+		}
 	}
 }

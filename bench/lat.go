@@ -25,8 +25,10 @@ type latRun struct {
 	// ccnt counts the send completions reaped by reapSend.
 	ccnt uint64
 	// hist holds the time between consecutive posts (perftest's latency
-	// samples), recorded in the loop; prev is the last post's time, 0
-	// before the first (and outside a duration run's sample window).
+	// samples): filled from the timestamps after the loop in iteration
+	// mode, recorded in the loop in a duration run (which keeps no
+	// timestamps); prev is the last post's time, 0 before the first and
+	// outside the sample window.
 	hist *hdr.Histogram
 	prev int64
 }
@@ -67,6 +69,13 @@ func (l *latRun) finish() samples {
 		l.sm.setWindow(l.dc)
 	} else {
 		l.sm.iters = l.e.cfg.Iters
+		if l.hist != nil {
+			// perftest's samples: the time between consecutive posts.
+			t := l.sm.tposted
+			for i := 1; i < len(t); i++ {
+				l.hist.Record(t[i] - t[i-1])
+			}
+		}
 	}
 	l.sm.hist = l.hist
 	return l.sm
@@ -82,33 +91,30 @@ func (l *latRun) gap() {
 }
 
 // next is the start of message scnt+1: the --latency_gap wait, then its
-// timestamp, kept in iteration mode and recorded in the histogram as the
-// time since the previous post (in a duration run, within the sample
-// window). It returns scnt+1.
+// timestamp: kept in iteration mode (the histogram is filled from them
+// after the loop), recorded in the histogram as the time since the
+// previous post in a duration run's sample window. It returns scnt+1.
 func (l *latRun) next(scnt uint64) uint64 {
 	l.gap()
-	if l.duration {
-		if l.e.tick != nil {
-			l.dc.count.Store(scnt)
-		}
-		if l.hist == nil {
-			return scnt + 1
-		}
-		if l.dc.state.Load() != stateSample {
-			l.prev = 0
-			return scnt + 1
-		}
+	if !l.duration {
+		l.sm.tposted[scnt] = clock.Now()
+		return scnt + 1
+	}
+	if l.e.tick != nil {
+		l.dc.count.Store(scnt)
+	}
+	if l.hist == nil {
+		return scnt + 1
+	}
+	if l.dc.state.Load() != stateSample {
+		l.prev = 0
+		return scnt + 1
 	}
 	now := clock.Now()
-	if !l.duration {
-		l.sm.tposted[scnt] = now
+	if l.prev != 0 {
+		l.hist.Record(now - l.prev)
 	}
-	if l.hist != nil {
-		if l.prev != 0 {
-			l.hist.Record(now - l.prev)
-		}
-		l.prev = now
-	}
+	l.prev = now
 	return scnt + 1
 }
 
