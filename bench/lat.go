@@ -25,10 +25,10 @@ type latRun struct {
 	// ccnt counts the send completions reaped by reapSend.
 	ccnt uint64
 	// hist holds the time between consecutive posts (perftest's latency
-	// samples): filled from the timestamps after the loop in iteration
-	// mode, recorded in the loop in a duration run (which keeps no
-	// timestamps); prev is the last post's time, 0 before the first and
-	// outside the sample window.
+	// samples): recorded in the loop in a duration run (which keeps no
+	// timestamps), filled from the timestamps of a complete run in
+	// iteration mode (see session.latReport); prev is the last post's
+	// time, 0 before the first and outside the sample window.
 	hist *hdr.Histogram
 	prev int64
 }
@@ -69,13 +69,6 @@ func (l *latRun) finish() samples {
 		l.sm.setWindow(l.dc)
 	} else {
 		l.sm.iters = l.e.cfg.Iters
-		if l.hist != nil {
-			// perftest's samples: the time between consecutive posts.
-			t := l.sm.tposted
-			for i := 1; i < len(t); i++ {
-				l.hist.Record(t[i] - t[i-1])
-			}
-		}
 	}
 	l.sm.hist = l.hist
 	return l.sm

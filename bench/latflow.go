@@ -20,6 +20,14 @@ func (s *session) latReport(size int, sm samples, m0 cpuMark) error {
 		s.writeLastRow()
 		return nil
 	}
+	if sm.hist != nil {
+		// perftest's samples, the time between consecutive posts, of the
+		// complete run.
+		t := sm.tposted
+		for i := 1; i < len(t); i++ {
+			sm.hist.Record(t[i] - t[i-1])
+		}
+	}
 	r, err := reports.ComputeLatency(reports.LatencyInput{Size: uint64(size), Iters: cfg.Iters,
 		Samples: reports.PostedDeltas(sm.tposted), RTTFactor: rtt, Cycles: cfg.Cycles, CPUUtil: s.cpuOf(sm), Hist: sm.hist})
 	if err != nil {

@@ -369,13 +369,14 @@ func (h *host) peer(slot uint32) (*peer, error) {
 		if !old.dead.Load() {
 			return old, nil
 		}
-		if time.Since(old.diedAt) < 20*time.Millisecond {
+		if time.Since(time.Unix(0, old.diedAt.Load())) < 20*time.Millisecond {
 			return nil, errUnreachable // do not hammer a slot that just failed
 		}
 	}
 	p, err := h.dial(slot)
 	if err != nil {
-		dead := &peer{h: h, slot: slot, diedAt: time.Now()}
+		dead := &peer{h: h, slot: slot}
+		dead.diedAt.Store(time.Now().UnixNano())
 		dead.dead.Store(true)
 		h.peers[slot].Store(dead)
 		if old != nil {
@@ -432,7 +433,7 @@ func (h *host) dial(slot uint32) (*peer, error) {
 		defer h.wg.Done()
 		var b [1]byte
 		_, _ = w.Read(b[:]) // returns when the peer process exits
-		p.diedAt = time.Now()
+		p.diedAt.Store(time.Now().UnixNano())
 		p.dead.Store(true)
 	}()
 	return p, nil
@@ -456,7 +457,7 @@ type peer struct {
 	segs      *segTable
 	watch     *net.UnixConn
 	dead      atomic.Bool
-	diedAt    time.Time
+	diedAt    atomic.Int64 // time.Now().UnixNano() when it was found dead (written by the watch goroutine)
 	fetchMu   sync.Mutex
 	closeOnce sync.Once
 }

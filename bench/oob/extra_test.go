@@ -58,30 +58,30 @@ func TestExchangeExtra(t *testing.T) {
 	ca.Close()
 	cb.Close()
 
-	a, b = tcpPair(t)
-	ca, _ = NewConn(a, Client, Config{})
+	a2, b2 := tcpPair(t)
+	ca, _ = NewConn(a2, Client, Config{})
 	go func() {
 		var buf [64]byte
-		_, _ = b.Read(buf[:])
-		b.Close()
+		_, _ = b2.Read(buf[:])
+		b2.Close()
 	}()
 	if _, err := ca.ExchangeExtra([]byte("x"), true, 5*time.Second); !errors.Is(err, ErrNoExtra) {
 		t.Errorf("closing peer: %v", err)
 	}
 	ca.Close()
 
-	a, b = tcpPair(t)
-	ca, _ = NewConn(a, Client, Config{})
+	a3, b3 := tcpPair(t)
+	ca, _ = NewConn(a3, Client, Config{})
 	go func() {
 		var buf [64]byte
-		_, _ = b.Read(buf[:])
+		_, _ = b3.Read(buf[:])
 	}()
 	start := time.Now()
 	if _, err := ca.ExchangeExtra([]byte("x"), true, 200*time.Millisecond); !errors.Is(err, ErrNoExtra) || time.Since(start) > 5*time.Second {
 		t.Errorf("silent peer: %v after %v", err, time.Since(start))
 	}
 	ca.Close()
-	b.Close()
+	b3.Close()
 }
 
 // tcpPair is both ends of a TCP connection on the loopback interface.
