@@ -347,61 +347,49 @@ func resultTable(n int, r *Run) htmlRun {
 		}
 		t.Rows = append(t.Rows, row)
 	}
-	if f := r.Fit; f != nil {
-		t.Fit = fmt.Sprintf("Hockney model t(n) = α + n/β fitted to %s over %d sizes from %d to %d bytes: α = %s µs, β = %s MiB/s (%s Gb/s), n½ = %.0f bytes, R² = %.4f.",
-			map[bool]string{true: "t_typical", false: "the average bandwidth (t = n / BW)"}[f.Metric == "typical_us"],
-			f.Points, f.MinSize, f.MaxSize, formatNum(f.AlphaUs), formatNum(f.BetaMiBps), formatNum(f.BetaGbps), float64(f.NHalfBytes), float64(f.RSquared))
-	}
-	if rep := r.Repeats; rep != nil {
-		tab := &htmlTable{Caption: fmt.Sprintf("%d runs: median, range and %g%% bootstrap confidence interval of the median (%d resamples)",
-			rep.Runs, rep.Level*100, rep.Resamples)}
-		if rep.TargetPercent.Valid() {
-			state := "reached"
-			if !rep.Converged {
-				state = "not reached"
-			}
-			tab.Caption += fmt.Sprintf("; target ±%g%%, %s", float64(rep.TargetPercent), state)
-		}
-		for _, name := range []string{"Size [B]", "Side", "Metric", "Median", "Min", "Max", "CI low", "CI high", "±%"} {
-			tab.Columns = append(tab.Columns, htmlColumn{Name: name, Numeric: name != "Side" && name != "Metric"})
-		}
-		for _, row := range rep.Rows {
-			tab.Rows = append(tab.Rows, []htmlCell{
-				{Text: strconv.FormatUint(row.Size, 10), Numeric: true}, {Text: cleanLabel(row.Side)}, {Text: cleanLabel(row.Metric)},
-				{Text: formatNum(row.Median), Numeric: true}, {Text: formatNum(row.Min), Numeric: true}, {Text: formatNum(row.Max), Numeric: true},
-				{Text: formatNum(row.CILow), Numeric: true}, {Text: formatNum(row.CIHigh), Numeric: true}, {Text: formatNum(row.HalfWidthPercent), Numeric: true},
-			})
-		}
-		t.Repeats = tab
-	}
-	if f := r.Fit; f != nil {
-		t.Fit = fmt.Sprintf("Hockney model t(n) = α + n/β fitted to %s over %d sizes from %d to %d bytes: α = %s µs, β = %s MiB/s (%s Gb/s), n½ = %.0f bytes, R² = %.4f.",
-			map[bool]string{true: "t_typical", false: "the average bandwidth (t = n / BW)"}[f.Metric == "typical_us"],
-			f.Points, f.MinSize, f.MaxSize, formatNum(f.AlphaUs), formatNum(f.BetaMiBps), formatNum(f.BetaGbps), float64(f.NHalfBytes), float64(f.RSquared))
-	}
-	if rep := r.Repeats; rep != nil {
-		tab := &htmlTable{Caption: fmt.Sprintf("%d runs: median, range and %g%% bootstrap confidence interval of the median (%d resamples)",
-			rep.Runs, rep.Level*100, rep.Resamples)}
-		if rep.TargetPercent.Valid() {
-			state := "reached"
-			if !rep.Converged {
-				state = "not reached"
-			}
-			tab.Caption += fmt.Sprintf("; target ±%g%%, %s", float64(rep.TargetPercent), state)
-		}
-		for _, name := range []string{"Size [B]", "Side", "Metric", "Median", "Min", "Max", "CI low", "CI high", "±%"} {
-			tab.Columns = append(tab.Columns, htmlColumn{Name: name, Numeric: name != "Side" && name != "Metric"})
-		}
-		for _, row := range rep.Rows {
-			tab.Rows = append(tab.Rows, []htmlCell{
-				{Text: strconv.FormatUint(row.Size, 10), Numeric: true}, {Text: cleanLabel(row.Side)}, {Text: cleanLabel(row.Metric)},
-				{Text: formatNum(row.Median), Numeric: true}, {Text: formatNum(row.Min), Numeric: true}, {Text: formatNum(row.Max), Numeric: true},
-				{Text: formatNum(row.CILow), Numeric: true}, {Text: formatNum(row.CIHigh), Numeric: true}, {Text: formatNum(row.HalfWidthPercent), Numeric: true},
-			})
-		}
-		t.Repeats = tab
-	}
+	t.Fit = fitSentence(r.Fit)
+	t.Repeats = repeatsTable(r.Repeats)
 	return t
+}
+
+// fitSentence states a run's Hockney fit under its table ("" for none).
+func fitSentence(f *Fit) string {
+	if f == nil {
+		return ""
+	}
+	what := "the average bandwidth (t = n / BW)"
+	if f.Metric == "typical_us" {
+		what = "t_typical"
+	}
+	return fmt.Sprintf("Hockney model t(n) = α + n/β fitted to %s over %d sizes from %d to %d bytes: α = %s µs, β = %s MiB/s (%s Gb/s), n½ = %.0f bytes, R² = %.4f.",
+		what, f.Points, f.MinSize, f.MaxSize, formatNum(f.AlphaUs), formatNum(f.BetaMiBps), formatNum(f.BetaGbps), float64(f.NHalfBytes), float64(f.RSquared))
+}
+
+// repeatsTable is the summary of a repeated test (nil for none).
+func repeatsTable(rep *Repeats) *htmlTable {
+	if rep == nil {
+		return nil
+	}
+	tab := &htmlTable{Caption: fmt.Sprintf("%d runs: median, range and %g%% bootstrap confidence interval of the median (%d resamples)",
+		rep.Runs, rep.Level*100, rep.Resamples)}
+	if rep.TargetPercent.Valid() {
+		state := "reached"
+		if !rep.Converged {
+			state = "not reached"
+		}
+		tab.Caption += fmt.Sprintf("; target ±%g%%, %s", float64(rep.TargetPercent), state)
+	}
+	for _, name := range []string{"Size [B]", "Side", "Metric", "Median", "Min", "Max", "CI low", "CI high", "±%"} {
+		tab.Columns = append(tab.Columns, htmlColumn{Name: name, Numeric: name != "Side" && name != "Metric"})
+	}
+	num := func(v Num) htmlCell { return htmlCell{Text: formatNum(v), Numeric: true} }
+	for _, row := range rep.Rows {
+		tab.Rows = append(tab.Rows, []htmlCell{
+			{Text: strconv.FormatUint(row.Size, 10), Numeric: true}, {Text: cleanLabel(row.Side)}, {Text: cleanLabel(row.Metric)},
+			num(row.Median), num(row.Min), num(row.Max), num(row.CILow), num(row.CIHigh), num(row.HalfWidthPercent),
+		})
+	}
+	return tab
 }
 
 // formatNum formats v for a table: 2 decimals from 1 up, 3 significant
