@@ -23,8 +23,14 @@ func clusterRun(t *testing.T, ctx context.Context, n int, opts []string, test []
 // clusterRunPort is clusterRun, with the base port of the tests' servers.
 func clusterRunPort(t *testing.T, ctx context.Context, n int, opts []string, test []string, skip ...int) ([]*proc, string) {
 	t.Helper()
+	b := freePort(t)
+	base := strconv.Itoa(b)
+	// The rendezvous must not be one of the servers' ports, base to
+	// base + n/2.
 	rdv := freePort(t)
-	base := strconv.Itoa(freePort(t))
+	for rdv >= b && rdv <= b+n/2 {
+		rdv = freePort(t)
+	}
 	var ps []*proc
 	for r := range n {
 		if contains(skip, r) {
