@@ -85,9 +85,11 @@ type htmlSetupRow struct {
 }
 
 // htmlRun is one run's result table, with the Hockney fit of a sweep and
-// the summary of a repeated test.
+// the summary of a repeated test. Its table is drawn by the same template
+// as htmlTable's (Caption "": none).
 type htmlRun struct {
 	Heading string
+	Caption string
 	Columns []htmlColumn
 	Rows    [][]htmlCell
 	Fit     string
@@ -467,18 +469,7 @@ var htmlTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 {{- range .Runs}}
 <h3>{{.Heading}}</h3>
 {{- if .Rows}}
-<div class="wide">
-<table>
-<thead>
-<tr>{{range .Columns}}<th{{if .Numeric}} class="n"{{end}}>{{.Name}}</th>{{end}}</tr>
-</thead>
-<tbody>
-{{- range .Rows}}
-<tr>{{range .}}<td{{if .Numeric}} class="n"{{end}}>{{.Text}}</td>{{end}}</tr>
-{{- end}}
-</tbody>
-</table>
-</div>
+{{template "table" .}}
 {{- else}}
 <p>No results.</p>
 {{- end}}
@@ -486,9 +477,16 @@ var htmlTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <p>{{.Fit}}</p>
 {{- end}}
 {{- with .Repeats}}
-<div class="wide">
+{{template "table" .}}
+{{- end}}
+{{- end}}
+</body>
+</html>
+{{- define "table"}}<div class="wide">
 <table>
-<caption>{{.Caption}}</caption>
+{{- with .Caption}}
+<caption>{{.}}</caption>
+{{- end}}
 <thead>
 <tr>{{range .Columns}}<th{{if .Numeric}} class="n"{{end}}>{{.Name}}</th>{{end}}</tr>
 </thead>
@@ -500,7 +498,4 @@ var htmlTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 </table>
 </div>
 {{- end}}
-{{- end}}
-</body>
-</html>
 `))

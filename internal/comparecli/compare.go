@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -230,8 +229,16 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	wb, err := estimate.Summarize(walls[0], level, 1, seed)
+	if err != nil {
+		return err
+	}
+	wc, err := estimate.Summarize(walls[1], level, 1, seed)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, " wall time of a run (server start to exit), ratio %.4f  [%.4f, %.4f]  (medians %.3g s and %.3g s)\n",
-		wr, wlo, whi, median(walls[1]), median(walls[0]))
+		wr, wlo, whi, wc.Median, wb.Median)
 	if o.ci > 0 && hw > o.ci {
 		fmt.Fprintf(stdout, " the interval is wider than ±%g%% after %d rounds\n", o.ci, n)
 	}
@@ -265,17 +272,6 @@ func pairedRatio(base, cand []float64) (ratio, lo, hi float64, err error) {
 		return 0, 0, 0, err
 	}
 	return s.Median, s.Lo, s.Hi, nil
-}
-
-// median is the median of xs.
-func median(xs []float64) float64 {
-	xs = slices.Clone(xs)
-	slices.Sort(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 // halfWidth is the larger half of [lo, hi] around r, in percent of r.
