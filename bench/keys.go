@@ -79,6 +79,9 @@ func (s *session) exchangeKeys(sends bool) error {
 			return err
 		}
 	}
+	if d, ok := s.ep.qps[0].(interface{ DataPath() string }); ok && cfg.Extras {
+		s.ti.DataPath = d.DataPath()
+	}
 	_ = reports.WriteAddresses(s.out, &s.ti, s.ep.my, s.ep.rem)
 	if cfg.Events {
 		if err := s.ep.scq.ReqNotify(false); err != nil {

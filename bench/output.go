@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
+	"strings"
 
 	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/reports"
@@ -23,6 +25,36 @@ func (s *session) writeExtras() {
 	if s.cfg.CPUUtil {
 		_ = reports.WriteCPU(s.out, run.Results)
 	}
+	s.writeWireCounters()
+}
+
+// writeWireCounters prints the packet counters of an emulated device's
+// network port, when the QPs used it: packets each way and every drop
+// reason that occurred, so that losses and rejected packets are visible.
+func (s *session) writeWireCounters() {
+	c, ok := s.ep.ctx.(interface{ WireCounters() map[string]uint64 })
+	if !ok || s.ti.DataPath == "" {
+		return
+	}
+	m := c.WireCounters()
+	if m == nil {
+		return
+	}
+	line := fmt.Sprintf(" Network port    : %d packets received, %d sent", m["rx_packets"], m["tx_packets"])
+	keys := make([]string, 0, len(m))
+	for k, v := range m {
+		if strings.HasPrefix(k, "drop_") && v > 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	if len(keys) > 0 {
+		line += "; dropped:"
+		for _, k := range keys {
+			line += fmt.Sprintf(" %s %d", strings.TrimPrefix(k, "drop_"), m[k])
+		}
+	}
+	fmt.Fprintln(s.out, line)
 }
 
 // writeFiles writes --out_json, --out_csv and --out_html.

@@ -74,9 +74,15 @@ type proc struct {
 
 func start(t *testing.T, ctx context.Context, name string, args ...string) *proc {
 	t.Helper()
+	return startEnv(t, ctx, env(), name, args...)
+}
+
+// startEnv is start with the environment environ.
+func startEnv(t *testing.T, ctx context.Context, environ []string, name string, args ...string) *proc {
+	t.Helper()
 	p := &proc{banner: make(chan struct{}), copied: make(chan struct{})}
 	p.cmd = exec.CommandContext(ctx, filepath.Join(binDir, name), args...)
-	p.cmd.Env = env()
+	p.cmd.Env = environ
 	p.cmd.Stderr = &p.stderr
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {

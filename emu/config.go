@@ -24,6 +24,19 @@ import (
 //	mtu=256|512|1024|2048|4096                     (active MTU, default 1024)
 //	netdev=NAME                                    (interface the GIDs come from;
 //	                                                default: the default-route interface)
+//	addr=IP                                        (the device's own address on the
+//	                                                network: its GIDs, and where it
+//	                                                sends and receives packets)
+//	transport=auto|copy|roce|tcp                   (how QPs reach peers; default auto)
+//
+// Transports, as PVRDMA's: copy moves data between the memory of processes
+// on this host; roce sends RoCE v2 packets over UDP port 4791 from addr, to
+// any RoCE v2 device (another emulated device, or a kernel one such as
+// rdma_rxe); tcp carries the same packets over TCP connections to port
+// 4791 of an emulated peer. auto, the default, uses copy when the peer QP
+// is on this host and, with addr set, RoCE v2 otherwise, or TCP when UDP
+// port 4791 of addr is taken (by rdma_rxe, for example). Without addr a
+// device has only the copy transport.
 //
 // The devices are named emu0, emu1, ... in order. Unset or empty means one
 // device, emu0, with every default. "off" means no emulated device.
@@ -44,7 +57,21 @@ type Config struct {
 	RoCE    int       // RoCE version of every GID: 1 or 2
 	MTU     verbs.MTU // active MTU of the port
 	Netdev  string    // interface whose addresses give the GIDs; "" = default
+
+	// Addr is the device's own IP address on the network, for the roce
+	// and tcp transports; the zero Addr means none (copy only).
+	Addr netip.Addr
+	// Transport is one of the Transport* names; "" means TransportAuto.
+	Transport string
 }
+
+// Transport names.
+const (
+	TransportAuto = "auto"
+	TransportCopy = "copy"
+	TransportRoCE = "roce"
+	TransportTCP  = "tcp"
+)
 
 // DefaultConfig is the device used when nothing is configured.
 func DefaultConfig() Config {
@@ -97,6 +124,19 @@ func ParseConfig(s string) ([]Config, error) {
 				c.MTU = verbs.MTUFromBytes(n)
 			case "netdev":
 				c.Netdev = v
+			case "addr":
+				a, err := netip.ParseAddr(v)
+				if err != nil || a.IsUnspecified() || a.IsMulticast() || a.Zone() != "" {
+					return nil, fmt.Errorf("%s: addr must be a unicast IP address, not %q", EnvVar, v)
+				}
+				c.Addr = a.Unmap()
+			case "transport":
+				switch v {
+				case TransportAuto, TransportCopy, TransportRoCE, TransportTCP:
+					c.Transport = v
+				default:
+					return nil, fmt.Errorf("%s: transport must be auto, copy, roce or tcp, not %q", EnvVar, v)
+				}
 			default:
 				return nil, fmt.Errorf("%s: unknown setting %q", EnvVar, k)
 			}
@@ -106,6 +146,12 @@ func ParseConfig(s string) ([]Config, error) {
 				return nil, fmt.Errorf("%s: profile %s supports RoCE v1 only", EnvVar, ProfileHW13)
 			}
 			c.RoCE = 1
+		}
+		if (c.Transport == TransportRoCE || c.Transport == TransportTCP) && !c.Addr.IsValid() {
+			return nil, fmt.Errorf("%s: transport=%s needs addr=IP, the device's address", EnvVar, c.Transport)
+		}
+		if c.Addr.IsValid() && c.RoCE != 2 && c.Transport != TransportCopy {
+			return nil, fmt.Errorf("%s: addr=%s needs RoCE v2 (RoCE v1 needs raw Ethernet frames, which the emulator does not send)", EnvVar, c.Addr)
 		}
 		out = append(out, c)
 	}
@@ -237,6 +283,7 @@ func pvrdmaAttr(mod func(*verbs.DeviceAttr)) verbs.DeviceAttr {
 
 // netdevInfo is what the GID table is built from.
 type netdevInfo struct {
+	own   bool // the device's own address (Config.Addr) is addrs[0]
 	name  string
 	mac   [6]byte
 	addrs []netip.Addr
@@ -293,6 +340,35 @@ func readNetdev(name string) (netdevInfo, error) {
 	return info, nil
 }
 
+// netdevOf returns the interface that holds addr, with addr as its only
+// address: a device with an address of its own has that one GID.
+func netdevOf(addr netip.Addr) (netdevInfo, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return netdevInfo{}, fmt.Errorf("emu: interfaces: %w", err)
+	}
+	for _, ifc := range ifs {
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			ip, ok := netip.AddrFromSlice(ipn.IP)
+			if !ok {
+				continue
+			}
+			// Any address of a loopback prefix is local (127.0.0.2, ...).
+			if ip.Unmap() == addr || (ifc.Flags&net.FlagLoopback != 0 && ipn.Contains(addr.AsSlice())) {
+				info := netdevInfo{own: true, name: ifc.Name, addrs: []netip.Addr{addr}}
+				copy(info.mac[:], ifc.HardwareAddr)
+				return info, nil
+			}
+		}
+	}
+	return netdevInfo{}, fmt.Errorf("emu: addr %s: %w", addr, errAddrNotLocal)
+}
+
 // gidTable builds the GID table of a device, as the PVRDMA device shows it:
 // index 0 is the link-local GID made from the MAC (modified EUI-64), then
 // one GID per IPv4 address (v4-mapped) and per IPv6 address that is not
@@ -303,6 +379,13 @@ func gidTable(nd netdevInfo, roce int) []verbs.GIDEntry {
 		typ = verbs.GIDTypeRoCEv2
 	}
 	var gids []verbs.GID
+	if nd.own {
+		// A device with an address of its own has that one GID: packets
+		// leave from that address, and a link-local GID would name
+		// none the network transports can send from.
+		gids = []verbs.GID{verbs.GIDFromAddr(nd.addrs[0])}
+		return []verbs.GIDEntry{{Index: 0, GID: gids[0], Type: typ, Netdev: nd.name}}
+	}
 	var ll verbs.GID
 	ll[0], ll[1] = 0xfe, 0x80
 	ll[8] = nd.mac[0] ^ 0x02

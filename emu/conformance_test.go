@@ -3,6 +3,8 @@
 package emu
 
 import (
+	"net/netip"
+	"os"
 	"testing"
 	"time"
 
@@ -20,10 +22,29 @@ var conformanceConfigs = []struct {
 	{"unrestricted-roce1", Config{Profile: ProfileUnrestricted, RoCE: 1, MTU: verbs.MTU1024}},
 	{"pvrdma-hw14-roce2", Config{Profile: ProfileHW14, RoCE: 2, MTU: verbs.MTU1024}},
 	{"pvrdma-hw13", Config{Profile: ProfileHW13, RoCE: 1, MTU: verbs.MTU1024}},
+	// The network transports, each QP reaching its peer through the
+	// device's own port on a loopback address.
+	{"wire-roce", Config{Profile: ProfileUnrestricted, RoCE: 2, MTU: verbs.MTU1024, Addr: netip.MustParseAddr("127.0.0.2"), Transport: TransportRoCE}},
+	{"wire-tcp", Config{Profile: ProfileUnrestricted, RoCE: 2, MTU: verbs.MTU1024, Addr: netip.MustParseAddr("127.0.0.3"), Transport: TransportTCP}},
 }
 
 func conformanceTarget(name string, cfg Config) verbstest.Target {
-	return verbstest.Target{Name: name, Device: func() (verbs.Device, error) { return NewDevice("emu0", cfg) }}
+	return verbstest.Target{Name: name, Device: func() (verbs.Device, error) {
+		if cfg.Addr.IsValid() && os.Getenv(verbstest.PeerEnv) != "" {
+			// A peer process is another host: an address of its own,
+			// so that the two processes talk over the network.
+			cfg.Addr = cfg.Addr.Next().Next()
+		}
+		return NewDevice("emu0", cfg)
+	}, Quirks: quirks(cfg)}
+}
+
+func quirks(cfg Config) verbstest.Quirks {
+	var q verbstest.Quirks
+	if cfg.Addr.IsValid() {
+		q.NoLinkLocalGID = "a device with an address of its own has that one GID"
+	}
+	return q
 }
 
 func conformanceTargets() []verbstest.Target {

@@ -56,7 +56,13 @@ func (d *Device) Config() Config { return d.cfg }
 
 // Open opens the device.
 func (d *Device) Open() (verbs.Context, error) {
-	nd, err := readNetdev(d.cfg.Netdev)
+	var nd netdevInfo
+	var err error
+	if d.cfg.Addr.IsValid() {
+		nd, err = netdevOf(d.cfg.Addr)
+	} else {
+		nd, err = readNetdev(d.cfg.Netdev)
+	}
 	if err != nil {
 		return nil, verbs.NewOpError("open device", d.name, err)
 	}
@@ -97,6 +103,15 @@ func (d *Device) Open() (verbs.Context, error) {
 	for i, g := range c.gids {
 		di.gids[i] = g.GID
 	}
+	if d.cfg.Addr.IsValid() && d.cfg.Transport != TransportCopy {
+		if c.wire, err = acquireWire(h, d.cfg); err != nil {
+			h.mu.Lock()
+			h.freeCtx = append(h.freeCtx, idx)
+			h.mu.Unlock()
+			releaseHost()
+			return nil, verbs.NewOpError("open device", d.name, err)
+		}
+	}
 	store(&di.live, 1)
 	a := &h.tab.async[idx]
 	store(&a.head, 0)
@@ -128,6 +143,8 @@ type devContext struct {
 	waiters sync.WaitGroup // AsyncEvent calls in progress
 
 	nPD, nCQ, nChan, nMem, nQP, nUDQP, nSRQ int
+
+	wire *wirePort // the network port, nil on the copy transport only
 }
 
 var _ verbs.Context = (*devContext)(nil)
@@ -229,6 +246,9 @@ func (c *devContext) Close() error {
 	c.closed = true
 	c.mu.Unlock()
 	h := c.h
+	if c.wire != nil {
+		c.wire.release()
+	}
 	unix.FutexWake(&h.tab.async[c.idx].seq, 1<<30)
 	c.waiters.Wait()
 	store(&h.tab.devs[c.idx].live, 0)

@@ -170,6 +170,10 @@ func (q *qp) dev() *devInfo { return &q.c.h.tab.devs[q.c.idx] }
 
 // execute runs the send queue until it is empty, stalls or fails.
 func (q *qp) execute() {
+	if q.wrc {
+		q.wireExecute()
+		return
+	}
 	if q.stalled {
 		return
 	}
@@ -755,11 +759,16 @@ func (q *qp) deliver(r *remote, w pvrdma.SendWQE, op pvrdma.Opcode, length uint6
 // SRQ) and copies it to q.rwqe. It returns nil when none is posted; okw is
 // false for a malformed WQE; limitHit tells that the SRQ limit fired.
 func (q *qp) takeRecv(r *remote) (rw pvrdma.RecvWQE, nsge int, okw, limitHit bool) {
-	r.rqLock.lock(q.c.h)
+	return takeRecvInto(q.c.h, r, r.srq == nil && q.typ == verbs.RC, q.rwqe[:])
+}
+
+// takeRecvInto takes the next receive WQE of r into buf. single tells that
+// the caller is the queue's only consumer, which may use r's read-ahead.
+func takeRecvInto(h *host, r *remote, single bool, buf []byte) (rw pvrdma.RecvWQE, nsge int, okw, limitHit bool) {
+	r.rqLock.lock(h)
 	defer r.rqLock.unlock()
 	queue := &r.rq
 	maxSGE := int(r.ctx.maxRecvSGE)
-	single := r.srq == nil && q.typ == verbs.RC
 	if r.srq != nil {
 		queue = &r.srqQ
 		maxSGE = int(r.srq.maxSGE)
@@ -781,11 +790,11 @@ func (q *qp) takeRecv(r *remote) (rw pvrdma.RecvWQE, nsge int, okw, limitHit boo
 	}
 	r.preOK = false
 	nsge = int(binary.LittleEndian.Uint32(wqe[8:]))
-	okw = nsge <= maxSGE && pvrdma.RecvHdrSize+nsge*pvrdma.SGESize <= min(len(wqe), len(q.rwqe))
+	okw = nsge <= maxSGE && pvrdma.RecvHdrSize+nsge*pvrdma.SGESize <= min(len(wqe), len(buf))
 	if !okw {
 		nsge = 0
 	}
-	n := copy(q.rwqe[:], wqe[:pvrdma.RecvHdrSize+nsge*pvrdma.SGESize])
+	n := copy(buf, wqe[:pvrdma.RecvHdrSize+nsge*pvrdma.SGESize])
 	head = queue.Next(head)
 	queue.SetConsumer(head)
 	if r.srq != nil {
@@ -793,7 +802,7 @@ func (q *qp) takeRecv(r *remote) (rw pvrdma.RecvWQE, nsge int, okw, limitHit boo
 			limitHit = atomic.CompareAndSwapUint32(&r.srq.limit, lim, 0)
 		}
 	}
-	return pvrdma.RecvWQE(q.rwqe[:n]), nsge, okw, limitHit
+	return pvrdma.RecvWQE(buf[:n]), nsge, okw, limitHit
 }
 
 // prefetchRecv reads the destination's next receive WQE, if it is posted,
@@ -869,6 +878,13 @@ func (q *qp) execUD(w pvrdma.SendWQE, op pvrdma.Opcode, length uint64, data []by
 		qkey = q.attr.QKey
 	}
 	r := &q.ud
+	if q.wq != nil && q.c.dev.cfg.Transport != TransportCopy {
+		if q.c.dev.cfg.Transport != TransportAuto || !h.resolve(r, dqpn) || !route(q.dev(), av.GIDIndex, r.dev, av.DGID) {
+			r.valid = false
+			q.sendUD(w, op, dqpn, qkey, av, length, data)
+			return ok(uint32(length))
+		}
+	}
 	if !r.live() || r.qpn != dqpn {
 		if !h.resolve(r, dqpn) {
 			return ok(0) // datagrams to nowhere are dropped

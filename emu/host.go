@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/netip"
 	"os"
 	"runtime"
 	"sync"
@@ -65,9 +66,12 @@ type host struct {
 	memMu sync.Mutex
 	mems  map[*segment]*memory
 
-	eng  *engine
-	done chan struct{}
-	wg   sync.WaitGroup
+	eng *engine
+
+	wireMu sync.Mutex // guards wires
+	wires  map[netip.Addr]*wirePort
+	done   chan struct{}
+	wg     sync.WaitGroup
 }
 
 var (
@@ -245,6 +249,11 @@ func (h *host) quiesce() {
 		if q := h.qps[i].Load(); q != nil {
 			q.LockSend()
 			q.UnlockSend()
+			if q.wq != nil {
+				// The network port's receive goroutine responds
+				// under rmu.
+				q.wq.barrier()
+			}
 		}
 	}
 }

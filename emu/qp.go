@@ -53,6 +53,12 @@ type qp struct {
 	srcs        [64][]byte
 	rwqe        [pvrdma.RecvHdrSize + 64*pvrdma.SGESize]byte
 	grh         [40]byte
+
+	// The network transport (wire*.go): wq is set at creation, and never
+	// changed, on a device with a network port; wrc tells that an RC or UC
+	// QP reaches its destination over the network (chosen at RTR).
+	wq  *wireQP
+	wrc bool
 }
 
 var _ verbs.QP = (*qp)(nil)
@@ -172,6 +178,9 @@ func (p *pd) CreateQP(init verbs.QPInit) (verbs.QP, error) {
 		c: c, pd: p, idx: idx, handle: idx + 1, qpn: h.slot<<12 | idx, typ: init.Type,
 		scq: scq, rcq: rcq, srq: s, sigAll: init.SigAll, cap: cp, sbuf: sbuf, rbuf: rbuf,
 		sh: &h.tab.qps[idx],
+	}
+	if c.wire != nil {
+		q.wq = &wireQP{port: c.wire}
 	}
 	q.dsq = pvrdma.NewQueue(sbuf.bytes(), pvrdma.TxRingOffset, sbuf.bytes()[pvrdma.PageSize:], layout.SendWR, layout.SendStride)
 	if s == nil {
@@ -443,9 +452,13 @@ func (q *qp) Modify(attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
 			store(&sh.rqPSN, a.RQPSN)
 		}
 		q.rem = remote{}
+		q.chooseTransport()
 	case verbs.StateRTS:
 		if mask&verbs.AttrSQPSN != 0 {
 			q.sqPSN = a.SQPSN
+		}
+		if q.wrc && cur == verbs.StateRTR {
+			q.wq.resetReq(q)
 		}
 		q.rnrLeft, q.retryLeft = int(a.RNRRetry), int(a.RetryCnt)
 		q.unstall()
@@ -524,6 +537,13 @@ func (q *qp) reset() {
 	q.unstall()
 	q.rem = remote{}
 	q.ud = remote{}
+	if q.wq != nil {
+		q.wq.resetReq(q)
+		q.wq.rmu.Lock()
+		q.wq.resetResp()
+		q.wq.rmu.Unlock()
+	}
+	q.wrc = false
 	q.UnlockSend()
 	l := spinLock{&q.sh.rqLock}
 	l.lock(h)
@@ -563,6 +583,12 @@ func (q *qp) Close() error {
 	store(&q.sh.gen, q.gen.Load()+1)
 	q.UnlockSend()
 	h.qps[q.idx].Store(nil)
+	if q.wq != nil {
+		// A packet for q found before the Store may still be handled.
+		q.wq.barrier()
+		q.LockSend()
+		q.UnlockSend()
+	}
 	h.quiesce()
 	q.purgeCQs()
 	c.qpt.Clear(q.handle)

@@ -113,6 +113,12 @@ type TestInfo struct {
 	Connection perftest.Connection
 	SRQ        bool
 
+	// DataPath, when set, is printed after the address lines as
+	// " Data path       : <DataPath>": how an emulated device reaches its
+	// peer (memory copy, RoCE v2, TCP). It is pvperf's addition, left
+	// empty for perftest's text alone.
+	DataPath string
+
 	// RelaxedOrdering is "ON", "OFF" or "Unsupported" (a build without
 	// relaxed-ordering support); LockFree is "ON", "OFF" or
 	// "Unsupported" (a build without the thread-domain API). When both are

@@ -246,6 +246,9 @@ func WriteAddresses(w io.Writer, ti *TestInfo, local, remote []perftest.Dest) er
 	for _, d := range remote {
 		b.WriteString(AddressLine(ti, Remote, d))
 	}
+	if ti.DataPath != "" && ti.full() {
+		b.WriteString(" Data path       : " + ti.DataPath + "\n")
+	}
 	return writeString(w, b.String())
 }
 

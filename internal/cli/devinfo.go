@@ -135,6 +135,9 @@ func printDevice(w io.Writer, d verbs.Device, onlyPort int, verbose bool) error 
 	// Every device pvperf drives is of the InfiniBand transport (RoCE
 	// included), as ibv_devinfo says.
 	a.put("transport", "InfiniBand (0)")
+	if t, ok := ctx.(interface{ Transports() string }); ok {
+		a.put("data_path", "%s", t.Transports())
+	}
 	a.put("fw_ver", "%s", attr.FWVersion)
 	a.put("node_guid", "%s", formatGUID(attr.NodeGUID))
 	a.put("sys_image_guid", "%s", formatGUID(attr.SysImageGUID))

@@ -633,3 +633,18 @@ func panicSite(stack []byte) []byte {
 	}
 	return bytes.Join(lines[:min(len(lines), 16)], []byte("\n"))
 }
+
+// ucFence waits, on UC, until everything a has sent before has landed at b:
+// UC completes a request when it is sent, not when it arrives, so the
+// bytes of an RDMA write are checked after a SEND behind it is received
+// (UC delivers in order). On other QP types it does nothing.
+func ucFence(t testing.TB, typ verbs.QPType, a, b *Side) {
+	t.Helper()
+	if typ != verbs.UC {
+		return
+	}
+	postRecv(t, b.QP, verbs.RecvWR{ID: 0xFE9CE})
+	postSend(t, a.QP, verbs.SendWR{ID: 0xFE9CE, Opcode: verbs.OpSend, Flags: verbs.SendSignaled})
+	checkWC(t, "fence send", poll1(t, a.SendCQ), wcWant{ID: 0xFE9CE, QPNum: a.QP.Num(), Opcode: verbs.WCSend, Len: -1})
+	checkWC(t, "fence receive", poll1(t, b.RecvCQ), wcWant{ID: 0xFE9CE, QPNum: b.QP.Num(), Opcode: verbs.WCRecv, Len: 0})
+}

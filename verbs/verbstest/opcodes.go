@@ -108,6 +108,7 @@ func testOpcode(t *testing.T, tg Target, typ verbs.QPType, op verbs.WROpcode) {
 		} else {
 			expectNoWC(t, "responder of an RDMA write", b.RecvCQ, waitShort)
 		}
+		ucFence(t, typ, a, b)
 		sameBytes(t, "written data", bbuf[roff:roff+n], data)
 		checkGuard(t, "written data", bbuf[roff+n:roff+n+64])
 	case verbs.OpSend, verbs.OpSendImm:
@@ -250,6 +251,7 @@ func testChain(t *testing.T, tg Target, typ verbs.QPType) {
 	sameBytes(t, "first message", bbuf[grh:grh+200], abuf[:200])
 	sameBytes(t, "second message", bbuf[4096+grh:4096+grh+300], abuf[256:556])
 	if typ != verbs.UD {
+		ucFence(t, typ, a, b)
 		sameBytes(t, "written data", bbuf[8192:8292], abuf[:100])
 	}
 	if typ == verbs.RC {
@@ -319,6 +321,7 @@ func testSGEs(t *testing.T, tg Target, typ verbs.QPType) {
 		w.RemoteAddr, w.RKey = b.MR.Addr()+8192, b.MR.RKey()
 		postSend(t, a.QP, w)
 		checkWC(t, "gathered write", poll1(t, a.SendCQ), wcWant{ID: 3, QPNum: a.QP.Num(), Opcode: verbs.WCRDMAWrite, Len: -1})
+		ucFence(t, typ, a, b)
 		sameBytes(t, "write gathered from SGEs", bbuf[8192:8192+len(msg)], msg)
 	}
 	if typ == verbs.RC {

@@ -36,6 +36,9 @@ type Quirks struct {
 	// NoQPErrorEvents: no QP_ACCESS_ERR, QP_REQ_ERR or QP_FATAL
 	// asynchronous event reaches the responder of a failed request.
 	NoQPErrorEvents string
+	// NoLinkLocalGID: the GID table has no link-local GID at index 0
+	// (a device whose only GID is its own IP address).
+	NoLinkLocalGID string
 	// UDOversize: a UD send larger than the path MTU completes without
 	// error (the receiver drops it).
 	UDOversize string

@@ -1,0 +1,252 @@
+package roce
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"math/bits"
+	"net/netip"
+)
+
+// Flow is what the ICRC covers of a packet's IP and UDP headers: the
+// addresses, the UDP source port (the destination port is always Port) and,
+// for IPv4, the Identification field.
+type Flow struct {
+	Src, Dst netip.Addr
+	SrcPort  uint16
+	// ID is the IPv4 Identification of the packet, unused for IPv6. It is
+	// 0 for packets sent from an unconnected UDP socket with
+	// IP_PMTUDISC_DO (DF set and no fragmentation allowed); rdma_rxe
+	// sends hashed, non-zero IDs (see CheckICRCAnyID).
+	ID uint16
+}
+
+// is4 reports whether f's packets travel over IPv4: both addresses are
+// IPv4 or IPv4-mapped IPv6 addresses.
+func (f *Flow) is4() bool { return f.Src.Unmap().Is4() && f.Dst.Unmap().Is4() }
+
+// The CRC is CRC-32 with the reflected IEEE polynomial, the one of
+// Ethernet, zlib and the kernel's crc32_le. Here a "register" is the CRC
+// shift register as crc32_le keeps it (no inversion); hash/crc32 keeps the
+// complement of the register between calls and returns it.
+const (
+	poly = crc32.IEEE // 0xEDB88320, x^0 in the top bit
+	// seedRegister is the register after the masked pseudo-LRH, eight
+	// 0xFF bytes, from the initial all-ones register; rxe starts from it.
+	seedRegister = 0xDEBB20E3
+)
+
+// slicing holds the slicing-by-8 tables for the pseudo header. hash/crc32
+// is not used for it because the pseudo header lives on the stack and
+// crc32.Update lets its argument escape.
+var slicing = func() *[8][256]uint32 {
+	var t [8][256]uint32
+	for i := range 256 {
+		r := uint32(i)
+		for range 8 {
+			if r&1 != 0 {
+				r = r>>1 ^ poly
+			} else {
+				r >>= 1
+			}
+		}
+		t[0][i] = r
+	}
+	for i := range 256 {
+		for k := 1; k < 8; k++ {
+			r := t[k-1][i]
+			t[k][i] = r>>8 ^ t[0][byte(r)]
+		}
+	}
+	return &t
+}()
+
+// update runs the register r over p.
+func update(r uint32, p []byte) uint32 {
+	t := slicing
+	for len(p) >= 8 {
+		r ^= binary.LittleEndian.Uint32(p)
+		r = t[7][byte(r)] ^ t[6][byte(r>>8)] ^ t[5][byte(r>>16)] ^ t[4][r>>24] ^
+			t[3][p[4]] ^ t[2][p[5]] ^ t[1][p[6]] ^ t[0][p[7]]
+		p = p[8:]
+	}
+	for _, c := range p {
+		r = t[0][byte(r)^c] ^ r>>8
+	}
+	return r
+}
+
+// pseudoMax is the longest pseudo header: IPv6, UDP and BTH.
+const pseudoMax = 40 + 8 + bthLen
+
+// ICRC returns the invariant CRC of pkt, a whole UDP payload (BTH to ICRC;
+// the last 4 bytes, the ICRC itself, are not covered), for a packet sent
+// from f.Src:f.SrcPort to f.Dst:Port. The packet travels over IPv4 if both
+// addresses are IPv4 (or IPv4-mapped), else over IPv6 with IPv4 addresses
+// mapped. The CRC covers, after eight 0xFF bytes standing for the masked
+// LRH:
+//
+//   - the IP header as the kernel builds it, variant fields set to ones.
+//     IPv4: 0x45, TOS 0xFF, total length 28+len(pkt), f.ID, flags DF and
+//     fragment offset 0 (0x4000), TTL 0xFF, protocol 17, checksum 0xFFFF,
+//     source, destination. IPv6: version 6 with traffic class and flow
+//     label all ones, payload length 8+len(pkt), next header 17, hop limit
+//     0xFF, source, destination;
+//   - the UDP header: f.SrcPort, Port, length 8+len(pkt), checksum 0xFFFF;
+//   - the BTH with its byte 4 (FECN, BECN, reserved) set to 0xFF;
+//   - the rest of pkt up to the ICRC.
+//
+// The result is stored little-endian in the last 4 bytes of pkt (see Seal).
+// ICRC does not allocate; it panics if pkt is shorter than 16 bytes. The
+// lengths are 16-bit fields: pkt must fit in a UDP datagram.
+func ICRC(f Flow, pkt []byte) uint32 {
+	var ps [pseudoMax]byte
+	n := len(pkt)
+	var o int
+	if f.is4() {
+		s, d := f.Src.Unmap().As4(), f.Dst.Unmap().As4()
+		ps[0] = 0x45
+		ps[1] = 0xFF
+		binary.BigEndian.PutUint16(ps[2:], uint16(20+8+n))
+		binary.BigEndian.PutUint16(ps[4:], f.ID)
+		ps[6] = 0x40
+		ps[8] = 0xFF
+		ps[9] = 17
+		ps[10], ps[11] = 0xFF, 0xFF
+		copy(ps[12:16], s[:])
+		copy(ps[16:20], d[:])
+		o = 20
+	} else {
+		s, d := f.Src.As16(), f.Dst.As16()
+		binary.BigEndian.PutUint32(ps[0:], 0x6FFFFFFF)
+		binary.BigEndian.PutUint16(ps[4:], uint16(8+n))
+		ps[6] = 17
+		ps[7] = 0xFF
+		copy(ps[8:24], s[:])
+		copy(ps[24:40], d[:])
+		o = 40
+	}
+	binary.BigEndian.PutUint16(ps[o:], f.SrcPort)
+	binary.BigEndian.PutUint16(ps[o+2:], Port)
+	binary.BigEndian.PutUint16(ps[o+4:], uint16(8+n))
+	ps[o+6], ps[o+7] = 0xFF, 0xFF
+	o += 8
+	copy(ps[o:o+bthLen], pkt[:bthLen])
+	ps[o+4] = 0xFF
+	o += bthLen
+
+	r := update(seedRegister, ps[:o])
+	// crc32.Update takes and returns the complement of the register,
+	// which is the ICRC itself.
+	return crc32.Update(^r, crc32.IEEETable, pkt[bthLen:n-icrcLen])
+}
+
+// Seal computes pkt's ICRC (see ICRC) and writes it, little-endian, into
+// the last 4 bytes of pkt.
+func Seal(f Flow, pkt []byte) {
+	binary.LittleEndian.PutUint32(pkt[len(pkt)-icrcLen:], ICRC(f, pkt))
+}
+
+// CheckICRC reports whether the last 4 bytes of pkt hold its ICRC. It
+// reports false for a packet shorter than a BTH and an ICRC.
+func CheckICRC(f Flow, pkt []byte) bool {
+	if len(pkt) < bthLen+icrcLen {
+		return false
+	}
+	return binary.LittleEndian.Uint32(pkt[len(pkt)-icrcLen:]) == ICRC(f, pkt)
+}
+
+// CheckICRCAnyID checks the ICRC of a packet received over IPv4 whose IP
+// Identification is unknown, as it is to a UDP socket, and returns that
+// ID; f.ID is ignored. For IPv6 it is CheckICRC, with ID 0.
+//
+// The CRC is linear, so the received ICRC differs from the one computed
+// with ID 0 by a value that depends only on the ID and the packet length;
+// CheckICRCAnyID solves for the ID. Each of the 2^16 IDs is accepted for
+// one ICRC value, so a corrupted packet passes with probability 2^-16
+// instead of 2^-32.
+func CheckICRCAnyID(f Flow, pkt []byte) (id uint16, ok bool) {
+	if len(pkt) < bthLen+icrcLen {
+		return 0, false
+	}
+	if !f.is4() {
+		return 0, CheckICRC(f, pkt)
+	}
+	f.ID = 0
+	d := binary.LittleEndian.Uint32(pkt[len(pkt)-icrcLen:]) ^ ICRC(f, pkt)
+	// Undo the zero bytes that follow the ID in the covered data: the
+	// rest of the IPv4 header (14 bytes), the UDP header (8) and pkt
+	// without its ICRC.
+	d = mulmod(d, xpowInv8(len(pkt)+18))
+	for d != 0 {
+		top := 31 - bits.LeadingZeros32(d)
+		if idPivot[top] == 0 {
+			return 0, false
+		}
+		d ^= idPivot[top]
+		id ^= idComb[top]
+	}
+	return id, true
+}
+
+// mulmod returns a·b modulo the CRC polynomial, both in the reflected
+// representation of the register (the coefficient of x^0 in the top bit).
+func mulmod(a, b uint32) uint32 {
+	var p uint32
+	for m := uint32(1) << 31; m != 0; m >>= 1 {
+		if a&m != 0 {
+			p ^= b
+		}
+		if b&1 != 0 {
+			b = b>>1 ^ poly
+		} else {
+			b >>= 1
+		}
+	}
+	return p
+}
+
+// xinvPow2[k] is x^(-2^k) modulo the polynomial. The polynomial is
+// 1 + x·Q(x), so x^-1 is Q, which in the reflected representation is the
+// polynomial shifted up by one with x^31 (the bottom bit) set.
+var xinvPow2 = func() (t [64]uint32) {
+	t[0] = (poly<<1 | 1) & 0xFFFFFFFF
+	for k := 1; k < len(t); k++ {
+		t[k] = mulmod(t[k-1], t[k-1])
+	}
+	return t
+}()
+
+// xpowInv8 returns x^(-8n): the inverse of running the register over n
+// zero bytes.
+func xpowInv8(n int) uint32 {
+	r := uint32(1) << 31 // 1
+	e := uint64(n) * 8
+	for k := 0; e != 0; k++ {
+		if e&1 != 0 {
+			r = mulmod(r, xinvPow2[k])
+		}
+		e >>= 1
+	}
+	return r
+}
+
+// idPivot and idComb are the row-reduced contributions of the 16 ID bits to
+// the register just after the ID field, started from zero: idPivot[b] has
+// its highest set bit at b and is the contribution of the ID bits in
+// idComb[b].
+var idPivot, idComb = func() (piv [32]uint32, comb [32]uint16) {
+	for i := range 16 {
+		id := uint16(1) << i
+		v := update(0, []byte{byte(id >> 8), byte(id)})
+		for v != 0 {
+			top := 31 - bits.LeadingZeros32(v)
+			if piv[top] == 0 {
+				piv[top], comb[top] = v, id
+				break
+			}
+			v ^= piv[top]
+			id ^= comb[top]
+		}
+	}
+	return piv, comb
+}()

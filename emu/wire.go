@@ -1,0 +1,437 @@
+//go:build linux
+
+package emu
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pvperf/pvperf/emu/roce"
+	"github.com/pvperf/pvperf/internal/unix"
+	"github.com/pvperf/pvperf/verbs"
+)
+
+// This file is the device's network port: the RoCE v2 and TCP transports
+// that carry its QPs' packets to other hosts. Both carry the same packets
+// (the UDP payload of RoCE v2: BTH, extension headers, payload, ICRC); over
+// TCP each packet is preceded by its length, two bytes big-endian. Packets
+// from the network are untrusted: every one is parsed and its ICRC checked
+// before anything acts on it, and drops are counted by reason.
+
+// wireKind is a network transport.
+type wireKind uint8
+
+const (
+	wireNone wireKind = iota
+	wireRoCE
+	wireTCP
+)
+
+func (k wireKind) String() string {
+	switch k {
+	case wireRoCE:
+		return "RoCE v2"
+	case wireTCP:
+		return "TCP"
+	}
+	return "memory copy"
+}
+
+// frameMax is the largest frame: two bytes of TCP length, then the largest
+// packet (BTH, RETH and ImmDt, a 4096-byte payload, pad and ICRC).
+const frameMax = 2 + 128 + 4096 + 8
+
+// dropReason says why a packet from the network was dropped.
+type dropReason uint8
+
+const (
+	dropMalformed dropReason = iota // does not parse
+	dropICRC                        // ICRC mismatch
+	dropPKey                        // P_Key is not the default
+	dropQPN                         // no such QP on this device
+	dropState                       // QP not in a state that receives it
+	dropSource                      // RC/UC packet not from the QP's peer
+	dropOpcode                      // opcode not valid for the QP type
+	dropQKey                        // UD Q_Key mismatch
+	dropNoRecv                      // UD: no receive posted
+	dropSequence                    // PSN ahead of the expected one (NAKed once)
+	dropDuplicate                   // duplicate request or stale response
+	dropNAKed                       // request refused with a NAK (access, invalid)
+	dropSend                        // the socket refused the packet
+	numDropReasons
+)
+
+var dropNames = [numDropReasons]string{
+	"malformed", "icrc", "pkey", "unknown_qpn", "qp_state", "wrong_source",
+	"opcode", "qkey", "no_recv", "out_of_sequence", "duplicate", "naked", "send_error",
+}
+
+// wirePort is the network port of an address: the contexts of a process
+// that have this address share it.
+type wirePort struct {
+	h    *host
+	refs int // contexts using it, under h.wireMu
+	kind wireKind
+	addr netip.Addr
+	udp  *net.UDPConn
+	ln   *net.TCPListener
+
+	mu         sync.Mutex
+	links      map[netip.Addr]*tcpLink
+	dialFailed map[netip.Addr]time.Time
+	closed     bool
+	dialMu     sync.Mutex // one dial at a time
+	wg         sync.WaitGroup
+
+	rxPkts, txPkts atomic.Uint64
+	drops          [numDropReasons]atomic.Uint64
+}
+
+type tcpLink struct {
+	c  *net.TCPConn
+	mu sync.Mutex // serializes writes
+}
+
+var errAddrNotLocal = errors.New("address is on no interface of this host")
+
+// acquireWire returns the network port of cfg's address, opening it for
+// the first context that needs it.
+func acquireWire(h *host, cfg Config) (*wirePort, error) {
+	h.wireMu.Lock()
+	defer h.wireMu.Unlock()
+	if w := h.wires[cfg.Addr]; w != nil {
+		if (cfg.Transport == TransportRoCE && w.kind != wireRoCE) || (cfg.Transport == TransportTCP && w.kind != wireTCP) {
+			return nil, fmt.Errorf("%s is already open with transport %v", cfg.Addr, w.kind)
+		}
+		w.refs++
+		return w, nil
+	}
+	w, err := openWire(h, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if h.wires == nil {
+		h.wires = map[netip.Addr]*wirePort{}
+	}
+	w.refs = 1
+	h.wires[cfg.Addr] = w
+	return w, nil
+}
+
+// release drops a context's use of the port; the last one closes it.
+func (w *wirePort) release() {
+	h := w.h
+	h.wireMu.Lock()
+	w.refs--
+	last := w.refs == 0
+	if last {
+		delete(h.wires, w.addr)
+	}
+	h.wireMu.Unlock()
+	if last {
+		w.close()
+	}
+}
+
+// openWire opens the network port of an address: UDP port 4791 for RoCE
+// v2, else (transport=tcp, or auto with UDP 4791 taken) TCP port 4791.
+func openWire(h *host, cfg Config) (*wirePort, error) {
+	w := &wirePort{h: h, addr: cfg.Addr, links: map[netip.Addr]*tcpLink{}, dialFailed: map[netip.Addr]time.Time{}}
+	if cfg.Transport != TransportTCP {
+		u, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(cfg.Addr, roce.Port)))
+		switch {
+		case err == nil:
+			if err := unix.PrepareRoCESocket(u, cfg.Addr.Is6(), 4<<20); err != nil {
+				u.Close()
+				return nil, fmt.Errorf("udp %s: %w", u.LocalAddr(), err)
+			}
+			w.kind, w.udp = wireRoCE, u
+			w.wg.Add(1)
+			go w.readUDP()
+			return w, nil
+		case cfg.Transport == TransportRoCE || !errors.Is(err, unix.EADDRINUSE):
+			return nil, fmt.Errorf("roce: %w%s", err, inUse(err))
+		}
+	}
+	ln, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(netip.AddrPortFrom(cfg.Addr, roce.Port)))
+	if err != nil {
+		return nil, fmt.Errorf("tcp: %w%s", err, inUse(err))
+	}
+	w.kind, w.ln = wireTCP, ln
+	w.wg.Add(1)
+	go w.accept()
+	return w, nil
+}
+
+func inUse(err error) string {
+	if errors.Is(err, unix.EADDRINUSE) {
+		return " (port 4791 of this address is taken: by rdma_rxe, or by another process's emulated device with this address; give each process an address of its own)"
+	}
+	return ""
+}
+
+func (w *wirePort) close() {
+	w.mu.Lock()
+	w.closed = true
+	links := w.links
+	w.links = nil
+	w.mu.Unlock()
+	if w.udp != nil {
+		w.udp.Close()
+	}
+	if w.ln != nil {
+		w.ln.Close()
+	}
+	for _, l := range links {
+		l.c.Close()
+	}
+	w.wg.Wait()
+}
+
+func (w *wirePort) drop(r dropReason) { w.drops[r].Add(1) }
+
+// Counters returns the port's packet counters.
+func (w *wirePort) counters() map[string]uint64 {
+	m := map[string]uint64{"rx_packets": w.rxPkts.Load(), "tx_packets": w.txPkts.Load()}
+	for i := range w.drops {
+		m["drop_"+dropNames[i]] = w.drops[i].Load()
+	}
+	return m
+}
+
+// send seals and sends a frame: frame[2:] is the packet, frame[:2] room
+// for the TCP length.
+func (w *wirePort) send(dst netip.Addr, frame []byte) {
+	pkt := frame[2:]
+	roce.Seal(roce.Flow{Src: w.addr, Dst: dst, SrcPort: roce.Port}, pkt)
+	w.txPkts.Add(1)
+	if w.kind == wireRoCE {
+		if _, err := w.udp.WriteToUDPAddrPort(pkt, netip.AddrPortFrom(dst, roce.Port)); err != nil {
+			w.drop(dropSend)
+		}
+		return
+	}
+	binary.BigEndian.PutUint16(frame, uint16(len(pkt)))
+	w.mu.Lock()
+	l := w.links[dst]
+	w.mu.Unlock()
+	if l == nil {
+		if l = w.dial(dst); l == nil {
+			w.drop(dropSend) // lost, as on a network without a route
+			return
+		}
+	}
+	l.mu.Lock()
+	_ = l.c.SetWriteDeadline(time.Now().Add(time.Second))
+	_, err := l.c.Write(frame)
+	l.mu.Unlock()
+	if err != nil {
+		w.drop(dropSend)
+		l.c.Close()
+	}
+}
+
+func (w *wirePort) readUDP() {
+	defer w.wg.Done()
+	var buf [1 << 16]byte
+	for {
+		n, src, err := w.udp.ReadFromUDPAddrPort(buf[:])
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		w.input(src.Addr().Unmap(), src.Port(), buf[:n])
+	}
+}
+
+func (w *wirePort) accept() {
+	defer w.wg.Done()
+	for {
+		c, err := w.ln.AcceptTCP()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		w.addLink(c)
+	}
+}
+
+// dial connects to dst's TCP port, in the sender's thread: the first
+// packet to a peer waits for the connection (at most dialTimeout). A peer
+// that could not be reached is not dialled again for dialBackoff.
+func (w *wirePort) dial(dst netip.Addr) *tcpLink {
+	w.dialMu.Lock()
+	defer w.dialMu.Unlock()
+	w.mu.Lock()
+	l, failed, closed := w.links[dst], w.dialFailed[dst], w.closed
+	w.mu.Unlock()
+	if l != nil || closed || time.Since(failed) < dialBackoff {
+		return l
+	}
+	d := net.Dialer{Timeout: dialTimeout, LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(w.addr, 0))}
+	c, err := d.Dial("tcp", netip.AddrPortFrom(dst, roce.Port).String())
+	if err != nil {
+		w.mu.Lock()
+		w.dialFailed[dst] = time.Now()
+		w.mu.Unlock()
+		return nil
+	}
+	w.addLink(c.(*net.TCPConn))
+	// Send on the link in use: one link per peer keeps packets in order
+	// (when both ends dial at once, or a port dials itself, the other
+	// connection may have been stored first).
+	w.mu.Lock()
+	l = w.links[dst]
+	w.mu.Unlock()
+	return l
+}
+
+const (
+	dialTimeout = time.Second
+	dialBackoff = 200 * time.Millisecond
+)
+
+func (w *wirePort) addLink(c *net.TCPConn) *tcpLink {
+	_ = c.SetNoDelay(true)
+	peer := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+	l := &tcpLink{c: c}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		c.Close()
+		return nil
+	}
+	if old := w.links[peer]; old == nil {
+		w.links[peer] = l // else keep the link in use; read from both
+	}
+	w.wg.Add(1)
+	w.mu.Unlock()
+	go w.readTCP(peer, l)
+	return l
+}
+
+func (w *wirePort) readTCP(peer netip.Addr, l *tcpLink) {
+	defer w.wg.Done()
+	defer func() {
+		l.c.Close()
+		w.mu.Lock()
+		if w.links != nil && w.links[peer] == l {
+			delete(w.links, peer)
+		}
+		w.mu.Unlock()
+	}()
+	var buf [frameMax]byte
+	for {
+		if _, err := readFull(l.c, buf[:2]); err != nil {
+			return
+		}
+		n := int(binary.BigEndian.Uint16(buf[:2]))
+		if n > len(buf) {
+			return // not a peer of ours
+		}
+		if _, err := readFull(l.c, buf[:n]); err != nil {
+			return
+		}
+		w.input(peer, roce.Port, buf[:n])
+	}
+}
+
+func readFull(c *net.TCPConn, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		k, err := c.Read(b[n:])
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// input handles one packet from src.
+func (w *wirePort) input(src netip.Addr, srcPort uint16, b []byte) {
+	w.rxPkts.Add(1)
+	var p roce.Packet
+	if roce.Parse(b, &p) != nil {
+		w.drop(dropMalformed)
+		return
+	}
+	f := roce.Flow{Src: src, Dst: w.addr, SrcPort: srcPort}
+	if !roce.CheckICRC(f, b) {
+		// The ICRC covers the IPv4 header's Identification, which a
+		// UDP socket does not report: 0 from emulated devices (an
+		// unconnected socket with DF), a hashed value from rdma_rxe.
+		if _, ok := roce.CheckICRCAnyID(f, b); !src.Is4() || !ok {
+			w.drop(dropICRC)
+			return
+		}
+	}
+	if p.Opcode == roce.CNP {
+		return
+	}
+	if p.PKey&0x7FFF != 0x7FFF {
+		w.drop(dropPKey)
+		return
+	}
+	h := w.h
+	qpn := p.DestQPN
+	if qpn>>12 != h.slot {
+		w.drop(dropQPN)
+		return
+	}
+	q := h.qps[qpn&(maxQPs-1)].Load()
+	if q == nil || q.qpn != qpn || q.wq == nil || q.wq.port != w {
+		w.drop(dropQPN)
+		return
+	}
+	q.wireInput(src, &p)
+}
+
+// wireAddr is the IP address of a RoCE v2 GID.
+func wireAddr(g verbs.GID) netip.Addr { return netip.AddrFrom16(g).Unmap() }
+
+// psnAdd and psnDiff do PSN arithmetic modulo 2^24; psnDiff(a, b) is a-b
+// as a signed distance.
+func psnAdd(a, n uint32) uint32 { return (a + n) & 0xFFFFFF }
+func psnDiff(a, b uint32) int32 { return int32((a-b)<<8) >> 8 }
+
+// Transports describes the context's transports, for devinfo.
+func (c *devContext) Transports() string {
+	cfg := c.dev.cfg
+	w := c.wire
+	switch {
+	case w == nil && cfg.Addr.IsValid():
+		return "memory copy (transport=copy; address " + cfg.Addr.String() + " unused)"
+	case w == nil:
+		return "memory copy (no address configured)"
+	case w.kind == wireRoCE:
+		if cfg.Transport == TransportRoCE {
+			return fmt.Sprintf("RoCE v2 on UDP %v:%d", w.addr, roce.Port)
+		}
+		return fmt.Sprintf("memory copy on this host, else RoCE v2 on UDP %v:%d", w.addr, roce.Port)
+	}
+	if cfg.Transport == TransportTCP {
+		return fmt.Sprintf("TCP on %v:%d", w.addr, roce.Port)
+	}
+	return fmt.Sprintf("memory copy on this host, else TCP on %v:%d (UDP %d taken)", w.addr, roce.Port, roce.Port)
+}
+
+// WireCounters returns the packet counters of the context's network port
+// (nil without one): packets received and sent, and drops by reason.
+func (c *devContext) WireCounters() map[string]uint64 {
+	if c.wire == nil {
+		return nil
+	}
+	return c.wire.counters()
+}

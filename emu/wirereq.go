@@ -1,0 +1,786 @@
+//go:build linux
+
+package emu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/pvperf/pvperf/emu/roce"
+	"github.com/pvperf/pvperf/verbs"
+	"github.com/pvperf/pvperf/verbs/pvrdma"
+)
+
+// This file is the requester of a QP on a network transport: it segments
+// the send queue's messages into packets of the path MTU, keeps up to
+// maxUnacked PSNs in flight, completes work requests in order as ACKs, read
+// responses and atomic ACKs arrive, and retransmits (go-back-N) after a
+// sequence NAK, an RNR NAK's timer, or the local ACK timeout, as rdma_rxe's
+// requester and completer do. It runs under the QP's send lock: in the
+// thread that rings the doorbell, in the engine when a timer fires, and in
+// the port's receive goroutine for responses.
+
+const (
+	maxUnacked = 1024 // PSNs in flight (rxe keeps 128: RXE_MAX_UNACKED_PSNS)
+	maxNoAck   = 64   // packets between two AckReq (rxe's RXE_MAX_PKT_PER_ACK)
+)
+
+// wireQP is the network state of a QP.
+type wireQP struct {
+	port *wirePort
+	peer netip.Addr // RC/UC: the destination's address
+
+	// Requester, under the send lock.
+	txHead   uint32 // SQ index of the WQE being (re)transmitted or next
+	txOff    uint64 // bytes of the current record already sent
+	txCur    bool   // the last record of out is being transmitted
+	txPSN    uint32 // PSN of the next packet
+	una      uint32 // oldest unacknowledged PSN
+	out      []outWQE
+	outHead  int
+	outN     int
+	reads    int // READ and atomic records awaiting their response
+	noAck    int
+	armed    bool // a timer is scheduled
+	deadline time.Time
+	rnrPSN   uint32
+	rnrWait  bool
+	nakPSN   uint32 // last PSN retransmitted for a sequence NAK
+	nakValid bool
+	txb      [frameMax]byte
+
+	// Responder, under rmu (the port's receive goroutine).
+	rmu      sync.Mutex
+	self     remote // this QP, as a requester sees it
+	ePSN     uint32
+	msn      uint32
+	nakSent  bool
+	inMsg    bool          // a multi-packet SEND or WRITE is in progress
+	inOp     pvrdma.Opcode // its kind: OpSend or OpRDMAWrite
+	inLen    uint64        // bytes received so far
+	inDst    []byte        // WRITE: the rest of the target
+	inWrLen  uint32        // WRITE: its DMA length
+	inRecv   bool          // a receive WQE is taken
+	inSC     scatter
+	inCQE    pvrdma.CQE
+	atomPSN  uint32
+	atomOrig uint64
+	atomOK   bool
+	wmr      mrCache // last region written or read remotely
+	rxb      [frameMax]byte
+	rwqe     [pvrdma.RecvHdrSize + 64*pvrdma.SGESize]byte
+	grh      [40]byte
+}
+
+// outWQE is a work request sent and not yet complete.
+type outWQE struct {
+	idx    uint32 // its SQ index
+	psn    uint32 // first PSN
+	npsn   uint32
+	op     pvrdma.Opcode
+	length uint64
+	got    uint64 // READ: response bytes received
+	acked  bool   // SEND/WRITE: acknowledged
+}
+
+func (o *outWQE) last() uint32 { return psnAdd(o.psn, o.npsn-1) }
+
+// startWire sets up the QP's network state at RTR, when its destination
+// is reached over the network.
+func (q *qp) startWire(dgid verbs.GID) {
+	n := 1
+	for n < q.cap.MaxSendWR+1 {
+		n <<= 1
+	}
+	wq := q.wq
+	if len(wq.out) != n {
+		wq.out = make([]outWQE, n)
+	}
+	wq.resetReq(q)
+	wq.rmu.Lock()
+	wq.peer = wireAddr(dgid)
+	wq.resetResp()
+	wq.ePSN = load(&q.sh.rqPSN)
+	wq.rmu.Unlock()
+}
+
+// resetReq forgets everything in flight; the SQ restarts at sqHead.
+func (wq *wireQP) resetReq(q *qp) {
+	wq.txHead, wq.txOff, wq.txCur = q.sqHead, 0, false
+	wq.txPSN, wq.una = q.sqPSN, q.sqPSN
+	wq.outHead, wq.outN, wq.reads, wq.noAck = 0, 0, 0, 0
+	wq.rnrWait, wq.nakValid = false, false
+	if wq.armed {
+		wq.armed = false
+		q.timerSeq++
+		q.stalled = false
+	}
+}
+
+func (wq *wireQP) resetResp() {
+	wq.self = remote{}
+	wq.msn, wq.nakSent, wq.inMsg, wq.inRecv, wq.atomOK = 0, false, false, false, false
+	wq.wmr = mrCache{}
+}
+
+func (wq *wireQP) rec(i int) *outWQE { return &wq.out[(wq.outHead+i)&(len(wq.out)-1)] }
+
+// wireExecute transmits what the send queue holds, as far as the window
+// allows, and handles an expired timer.
+func (q *qp) wireExecute() {
+	wq := q.wq
+	switch q.state() {
+	case verbs.StateRTS:
+	case verbs.StateErr, verbs.StateSQE:
+		wq.resetReq(q)
+		q.flushSQ()
+		return
+	default:
+		return
+	}
+	if wq.armed && !q.stalled {
+		// The engine ran us: the timer fired.
+		wq.armed = false
+		if !q.wireTimer() {
+			return
+		}
+	}
+	if wq.rnrWait {
+		return
+	}
+	q.wireTransmit()
+}
+
+// wireTimer handles a fired timer; false means the QP failed.
+func (q *qp) wireTimer() bool {
+	wq := q.wq
+	if wq.outN == 0 {
+		wq.rnrWait = false
+		return true
+	}
+	if wq.rnrWait {
+		wq.rnrWait = false
+		q.goBack(wq.rnrPSN)
+		return true
+	}
+	now := time.Now()
+	if now.Before(wq.deadline) {
+		q.arm(wq.deadline)
+		return true
+	}
+	if q.retryLeft == 0 {
+		q.wireFail(verbs.WCRetryExcErr)
+		return false
+	}
+	q.retryLeft--
+	q.goBack(wq.una)
+	return true
+}
+
+// arm schedules the timer for at, unless one is scheduled already (it
+// then finds the later deadline when it fires).
+func (q *qp) arm(at time.Time) {
+	wq := q.wq
+	wq.deadline = at
+	if wq.armed {
+		return
+	}
+	d := ackTimeout(q.attr.Timeout)
+	if d == 0 && !wq.rnrWait {
+		return // an infinite timeout: wait for the responder forever
+	}
+	wq.armed = true
+	q.stalled = true
+	q.timerSeq++
+	q.c.h.eng.schedule(q, at, q.timerSeq)
+}
+
+// rearm restarts the ACK timer after progress.
+func (q *qp) rearm() {
+	if d := ackTimeout(q.attr.Timeout); d > 0 && q.wq.outN > 0 {
+		q.arm(time.Now().Add(d))
+	}
+}
+
+// goBack retransmits from PSN psn: the record holding it and all after it.
+func (q *qp) goBack(psn uint32) {
+	wq := q.wq
+	for i := 0; i < wq.outN; i++ {
+		o := wq.rec(i)
+		if psnDiff(psn, o.psn) < 0 || psnDiff(psn, o.last()) > 0 {
+			continue
+		}
+		for j := i + 1; j < wq.outN; j++ {
+			if r := wq.rec(j); r.op == pvrdma.OpRDMARead || r.op >= pvrdma.OpAtomicCmpAndSwp {
+				wq.reads--
+			}
+		}
+		wq.outN = i + 1
+		wq.txHead = o.idx
+		wq.txCur = true
+		off := uint64(psnDiff(psn, o.psn)) * uint64(q.attr.PathMTU.Bytes())
+		if o.op == pvrdma.OpRDMARead {
+			off = o.got
+			psn = psnAdd(o.psn, uint32(o.got/uint64(q.attr.PathMTU.Bytes())))
+		}
+		wq.txOff = off
+		wq.txPSN = psn
+		o.acked = false
+		wq.noAck = 0
+		q.wireTransmit()
+		q.rearm()
+		return
+	}
+}
+
+// wireTransmit sends packets while the window and the send queue allow.
+func (q *qp) wireTransmit() {
+	wq := q.wq
+	tail := q.dsq.Producer()
+	if !q.dsq.Valid(tail) {
+		return
+	}
+	sent := false
+	for {
+		if !wq.txCur {
+			if wq.txHead == tail || wq.outN == len(wq.out) || psnDiff(wq.txPSN, wq.una) >= maxUnacked {
+				break
+			}
+			w := pvrdma.SendWQE(q.dsq.WQE(wq.txHead))
+			op := w.Opcode()
+			if op > pvrdma.OpAtomicFetchAndAdd || !opAllowed(q.typ, op) {
+				if !q.failLocal(verbs.WCLocQPOpErr) {
+					return
+				}
+				continue
+			}
+			isRead := op == pvrdma.OpRDMARead || op >= pvrdma.OpAtomicCmpAndSwp
+			if isRead && wq.reads >= max(int(q.attr.MaxRdAtomic), 1) {
+				break
+			}
+			length, st := q.wireGather(w)
+			if st == verbs.WCSuccess && op >= pvrdma.OpAtomicCmpAndSwp && (w.NumSGE() != 1 || length != 8) {
+				st = verbs.WCLocLenErr
+			}
+			if st != verbs.WCSuccess {
+				if !q.failLocal(st) {
+					return
+				}
+				continue
+			}
+			n := npkts(length, q.attr.PathMTU)
+			if op >= pvrdma.OpAtomicCmpAndSwp {
+				n = 1
+			}
+			o := wq.rec(wq.outN)
+			*o = outWQE{idx: wq.txHead, psn: wq.txPSN, npsn: n, op: op, length: length}
+			wq.outN++
+			if isRead {
+				wq.reads++
+			}
+			wq.txOff, wq.txCur = 0, true
+		}
+		o := wq.rec(wq.outN - 1)
+		w := pvrdma.SendWQE(q.dsq.WQE(o.idx))
+		if !q.sendRecord(o, w) {
+			break // window full in the middle of a message
+		}
+		sent = true
+		wq.txCur = false
+		wq.txHead = q.dsq.Next(o.idx)
+		if q.typ == verbs.UC && !q.completeHead(verbs.WCSuccess, uint32(o.length)) {
+			return // unreliable: complete once sent
+		}
+	}
+	if sent && !wq.armed {
+		q.rearm()
+	}
+}
+
+// failLocal completes the WQE at txHead with a local error once everything
+// before it is complete; false means the QP is now in error.
+func (q *qp) failLocal(st verbs.WCStatus) bool {
+	wq := q.wq
+	if wq.outN > 0 {
+		return false // wait: the error completes after the earlier WQEs
+	}
+	w := pvrdma.SendWQE(q.dsq.WQE(q.sqHead))
+	q.sqHead = q.dsq.Next(q.sqHead)
+	q.dsq.SetConsumer(q.sqHead)
+	next := q.errorState()
+	q.complete(w, failed(st))
+	wq.resetReq(q)
+	q.flushAfterError(next)
+	return false
+}
+
+// wireGather checks w's local buffers and fills q.srcs (or nothing for
+// inline data); it returns the message length.
+func (q *qp) wireGather(w pvrdma.SendWQE) (uint64, verbs.WCStatus) {
+	op := w.Opcode()
+	if w.Flags()&pvrdma.FlagInline != 0 {
+		if q.cap.MaxInlineData == 0 || int(w.TotalLen()) > q.cap.MaxInlineData || op >= pvrdma.OpRDMARead {
+			return 0, verbs.WCLocQPOpErr
+		}
+		return uint64(w.TotalLen()), verbs.WCSuccess
+	}
+	need := verbs.Access(0)
+	if op == pvrdma.OpRDMARead || op >= pvrdma.OpAtomicCmpAndSwp {
+		need = verbs.AccessLocalWrite
+	}
+	n, st := q.gather(w, need)
+	if st == verbs.WCSuccess && n > 1<<31 {
+		st = verbs.WCLocLenErr
+	}
+	return n, st
+}
+
+// payloadAt copies the message bytes [off, off+len(dst)) of w into dst.
+func (q *qp) payloadAt(w pvrdma.SendWQE, off uint64, dst []byte) {
+	if w.Flags()&pvrdma.FlagInline != 0 {
+		copy(dst, w.Inline(int(w.TotalLen()))[off:])
+		return
+	}
+	for i := range w.NumSGE() {
+		s := q.srcs[i]
+		if off >= uint64(len(s)) {
+			off -= uint64(len(s))
+			continue
+		}
+		n := copy(dst, s[off:])
+		dst = dst[n:]
+		off = 0
+		if len(dst) == 0 {
+			return
+		}
+	}
+}
+
+// sendRecord sends the packets of o from wq.txOff; false means the window
+// filled before its last packet.
+func (q *qp) sendRecord(o *outWQE, w pvrdma.SendWQE) bool {
+	wq := q.wq
+	mtu := uint64(q.attr.PathMTU.Bytes())
+	if o.op != pvrdma.OpRDMARead && o.op < pvrdma.OpAtomicCmpAndSwp && w.Flags()&pvrdma.FlagInline == 0 {
+		if _, st := q.gather(w, 0); st != verbs.WCSuccess {
+			return true // cannot happen: checked when first sent
+		}
+	}
+	var p roce.Packet
+	p.PKey = roce.DefaultPKey
+	p.DestQPN = q.attr.DestQPN
+	switch o.op {
+	case pvrdma.OpRDMARead:
+		p.Opcode = roce.RCReadRequest
+		p.PSN = wq.txPSN
+		p.VA = w.RemoteAddr() + wq.txOff
+		p.RKey = w.RKey()
+		p.DMALen = uint32(o.length - wq.txOff)
+		p.AckReq = true
+		q.sendPacket(&p, w, 0, 0)
+		wq.txPSN = psnAdd(o.psn, o.npsn)
+		wq.noAck = 0
+		return true
+	case pvrdma.OpAtomicCmpAndSwp, pvrdma.OpAtomicFetchAndAdd:
+		p.Opcode = roce.RCCompareSwap
+		if o.op == pvrdma.OpAtomicFetchAndAdd {
+			p.Opcode = roce.RCFetchAdd
+		}
+		p.PSN = wq.txPSN
+		p.VA, p.RKey = w.AtomicAddr(), w.AtomicRKey()
+		p.SwapAdd, p.Compare = w.CompareAdd(), 0
+		if o.op == pvrdma.OpAtomicCmpAndSwp {
+			p.SwapAdd, p.Compare = w.Swap(), w.CompareAdd()
+		}
+		p.AckReq = true
+		q.sendPacket(&p, w, 0, 0)
+		wq.txPSN = psnAdd(o.psn, 1)
+		wq.noAck = 0
+		return true
+	}
+	send := o.op == pvrdma.OpSend || o.op == pvrdma.OpSendWithImm
+	imm := o.op == pvrdma.OpSendWithImm || o.op == pvrdma.OpRDMAWriteWithImm
+	uc := q.typ == verbs.UC
+	for {
+		if psnDiff(wq.txPSN, wq.una) >= maxUnacked {
+			return false
+		}
+		n := min(mtu, o.length-wq.txOff)
+		first, last := wq.txOff == 0, wq.txOff+n == o.length
+		p.Opcode = connOpcode(send, imm, first, last, uc)
+		p.PSN = wq.txPSN
+		p.SE = last && w.Flags()&pvrdma.FlagSolicited != 0
+		if first && !send {
+			p.VA, p.RKey, p.DMALen = w.RemoteAddr(), w.RKey(), uint32(o.length)
+		}
+		if last && imm {
+			p.Imm = w.Imm()
+		}
+		wq.noAck++
+		p.AckReq = !uc && (last || wq.noAck >= maxNoAck)
+		if p.AckReq {
+			wq.noAck = 0
+		}
+		q.sendPacket(&p, w, wq.txOff, int(n))
+		wq.txOff += n
+		wq.txPSN = psnAdd(wq.txPSN, 1)
+		if last {
+			return true
+		}
+	}
+}
+
+// connOpcode is the RC or UC opcode of a SEND or WRITE packet.
+func connOpcode(send, imm, first, last, uc bool) roce.Opcode {
+	var op roce.Opcode
+	switch {
+	case send && first && last:
+		op = roce.RCSendOnly
+		if imm {
+			op = roce.RCSendOnlyImm
+		}
+	case send && first:
+		op = roce.RCSendFirst
+	case send && last:
+		op = roce.RCSendLast
+		if imm {
+			op = roce.RCSendLastImm
+		}
+	case send:
+		op = roce.RCSendMiddle
+	case first && last:
+		op = roce.RCWriteOnly
+		if imm {
+			op = roce.RCWriteOnlyImm
+		}
+	case first:
+		op = roce.RCWriteFirst
+	case last:
+		op = roce.RCWriteLast
+		if imm {
+			op = roce.RCWriteLastImm
+		}
+	default:
+		op = roce.RCWriteMiddle
+	}
+	if uc {
+		op += 0x20
+	}
+	return op
+}
+
+// sendPacket encodes p with n payload bytes of w from off and sends it to
+// the QP's peer.
+func (q *qp) sendPacket(p *roce.Packet, w pvrdma.SendWQE, off uint64, n int) {
+	wq := q.wq
+	pkt := wq.txb[2:]
+	hl := roce.Encode(pkt, p, n)
+	if n > 0 {
+		q.payloadAt(w, off, pkt[hl:hl+n])
+	}
+	total := roce.Len(p.Opcode, n)
+	clear(pkt[hl+n : total-4])
+	wq.port.send(wq.peer, wq.txb[:2+total])
+}
+
+// completeHead completes the oldest record with status st.
+func (q *qp) completeHead(st verbs.WCStatus, byteLen uint32) bool {
+	wq := q.wq
+	o := wq.rec(0)
+	w := pvrdma.SendWQE(q.dsq.WQE(o.idx))
+	if o.op == pvrdma.OpRDMARead || o.op >= pvrdma.OpAtomicCmpAndSwp {
+		wq.reads--
+	}
+	wq.outHead = (wq.outHead + 1) & (len(wq.out) - 1)
+	wq.outN--
+	q.sqHead = q.dsq.Next(o.idx)
+	if psnDiff(psnAdd(o.psn, o.npsn), wq.una) > 0 {
+		wq.una = psnAdd(o.psn, o.npsn)
+	}
+	if st != verbs.WCSuccess {
+		q.dsq.SetConsumer(q.sqHead)
+		next := q.errorState()
+		q.complete(w, failed(st))
+		wq.resetReq(q)
+		q.flushAfterError(next)
+		return false
+	}
+	if q.sigAll || w.Flags()&pvrdma.FlagSignaled != 0 {
+		q.dsq.SetConsumer(q.sqHead)
+		if !q.complete(w, ok(byteLen)) {
+			wq.resetReq(q)
+			q.sendError()
+			return false
+		}
+	}
+	return true
+}
+
+// wireFail completes the oldest record with an error.
+func (q *qp) wireFail(st verbs.WCStatus) {
+	if q.wq.outN > 0 {
+		q.completeHead(st, 0)
+	}
+}
+
+// ackUpTo completes the SEND and WRITE records whose PSNs are all at or
+// before psn; it stops at a READ or atomic still waiting for its response.
+// It reports false when the QP failed.
+func (q *qp) ackUpTo(psn uint32) bool {
+	wq := q.wq
+	progress := false
+	for wq.outN > 0 {
+		o := wq.rec(0)
+		if psnDiff(psn, o.last()) < 0 {
+			if psnDiff(psn, wq.una) >= 0 {
+				wq.una = psnAdd(psn, 1)
+				progress = true
+			}
+			break
+		}
+		if o.op == pvrdma.OpRDMARead || o.op >= pvrdma.OpAtomicCmpAndSwp {
+			// Acknowledged past a read whose response is missing: the
+			// response was lost (an implied NAK); ask again.
+			q.goBack(psnAdd(o.psn, uint32(o.got/uint64(q.attr.PathMTU.Bytes()))))
+			return true
+		}
+		progress = true
+		if !q.completeHead(verbs.WCSuccess, uint32(o.length)) {
+			return false
+		}
+		if wq.outN == 0 && wq.txCur {
+			// Acknowledged while being sent again: its first
+			// transmission arrived after all.
+			wq.txCur, wq.txHead = false, q.sqHead
+			if psnDiff(wq.txPSN, wq.una) < 0 {
+				wq.txPSN = wq.una
+			}
+		}
+	}
+	if progress {
+		q.retryLeft = int(q.attr.RetryCnt)
+		q.rnrLeft = int(q.attr.RNRRetry)
+		wq.nakValid = false
+		if wq.outN > 0 {
+			q.rearm()
+		}
+	}
+	return true
+}
+
+// wireResponse handles an ACK, NAK, read response or atomic ACK.
+func (q *qp) wireResponse(src netip.Addr, p *roce.Packet) {
+	q.LockSend()
+	defer q.UnlockSend()
+	wq := q.wq
+	if !q.wrc || src != wq.peer {
+		wq.port.drop(dropSource)
+		return
+	}
+	if q.state() != verbs.StateRTS && q.state() != verbs.StateSQD || wq.outN == 0 {
+		wq.port.drop(dropDuplicate)
+		return
+	}
+	defer func() {
+		if q.state() == verbs.StateRTS && !wq.rnrWait {
+			q.wireTransmit()
+		}
+	}()
+	switch p.Opcode {
+	case roce.RCAck:
+		syn := p.Syndrome
+		switch {
+		case roce.IsACK(syn):
+			q.ackUpTo(p.PSN)
+		case roce.IsRNR(syn):
+			if !q.ackUpTo(psnAdd(p.PSN, 0xFFFFFF)) || wq.outN == 0 {
+				return
+			}
+			if q.attr.RNRRetry != 7 {
+				if q.rnrLeft == 0 {
+					q.wireFail(verbs.WCRNRRetryExcErr)
+					return
+				}
+				q.rnrLeft--
+			}
+			wq.rnrWait, wq.rnrPSN = true, p.PSN
+			wq.armed = false
+			q.timerSeq++
+			q.stalled = false
+			q.arm(time.Now().Add(rnrTimer[syn&31]))
+		case syn == roce.SynNAKSeq:
+			if !q.ackUpTo(psnAdd(p.PSN, 0xFFFFFF)) || wq.outN == 0 {
+				return
+			}
+			if wq.nakValid && wq.nakPSN == p.PSN {
+				return // already going back to it
+			}
+			wq.nakValid, wq.nakPSN = true, p.PSN
+			q.goBack(p.PSN)
+		default:
+			if !q.ackUpTo(psnAdd(p.PSN, 0xFFFFFF)) || wq.outN == 0 {
+				return
+			}
+			st := verbs.WCRemOpErr
+			switch syn {
+			case roce.SynNAKInvReq:
+				st = verbs.WCRemInvReqErr
+			case roce.SynNAKRemAccess:
+				st = verbs.WCRemAccessErr
+			}
+			q.wireFail(st)
+		}
+	case roce.RCAtomicAck:
+		if !q.ackUpTo(psnAdd(p.PSN, 0xFFFFFF)) || wq.outN == 0 {
+			return
+		}
+		o := wq.rec(0)
+		if o.op < pvrdma.OpAtomicCmpAndSwp || o.psn != p.PSN {
+			wq.port.drop(dropDuplicate)
+			return
+		}
+		w := pvrdma.SendWQE(q.dsq.WQE(o.idx))
+		if dst, okl := q.local(w.SGE(0), verbs.AccessLocalWrite); okl && len(dst) == 8 {
+			binary.LittleEndian.PutUint64(dst, p.AtomicOrig)
+		}
+		q.completeHead(verbs.WCSuccess, 8)
+		q.retryLeft = int(q.attr.RetryCnt)
+		q.rearm()
+	case roce.RCReadRespFirst, roce.RCReadRespMiddle, roce.RCReadRespLast, roce.RCReadRespOnly:
+		if !q.ackUpTo(psnAdd(p.PSN, 0xFFFFFF)) || wq.outN == 0 {
+			return
+		}
+		o := wq.rec(0)
+		mtu := uint64(q.attr.PathMTU.Bytes())
+		if o.op != pvrdma.OpRDMARead || p.PSN != psnAdd(o.psn, uint32(o.got/mtu)) {
+			wq.port.drop(dropDuplicate)
+			return
+		}
+		if p.Opcode.Hdrs()&roce.HdrAETH != 0 && !roce.IsACK(p.Syndrome) {
+			q.wireFail(verbs.WCRemOpErr)
+			return
+		}
+		lastPkt := p.Opcode == roce.RCReadRespLast || p.Opcode == roce.RCReadRespOnly
+		if uint64(len(p.Payload)) > o.length-o.got || (!lastPkt && uint64(len(p.Payload)) != mtu) ||
+			(lastPkt && o.got+uint64(len(p.Payload)) != o.length) {
+			q.wireFail(verbs.WCBadRespErr)
+			return
+		}
+		w := pvrdma.SendWQE(q.dsq.WQE(o.idx))
+		if !q.scatterLocal(w, o.got, p.Payload) {
+			q.wireFail(verbs.WCLocProtErr)
+			return
+		}
+		o.got += uint64(len(p.Payload))
+		wq.una = psnAdd(p.PSN, 1)
+		q.retryLeft = int(q.attr.RetryCnt)
+		if lastPkt {
+			q.completeHead(verbs.WCSuccess, uint32(o.length))
+		}
+		q.rearm()
+	default:
+		wq.port.drop(dropOpcode)
+	}
+}
+
+// scatterLocal writes b at message offset off into the local SGEs of w.
+func (q *qp) scatterLocal(w pvrdma.SendWQE, off uint64, b []byte) bool {
+	for i := 0; i < w.NumSGE() && len(b) > 0; i++ {
+		s := w.SGE(i)
+		if off >= uint64(s.Length) {
+			off -= uint64(s.Length)
+			continue
+		}
+		dst, okl := q.local(s, verbs.AccessLocalWrite)
+		if !okl {
+			return false
+		}
+		n := copy(dst[off:], b)
+		b = b[n:]
+		off = 0
+	}
+	return len(b) == 0
+}
+
+// chooseTransport picks, at RTR, how the QP reaches its destination: the
+// memory copy when the destination QP is on this host (transport auto or
+// copy), else the device's network port.
+func (q *qp) chooseTransport() {
+	q.wrc = false
+	port := q.c.wire
+	if port == nil {
+		return
+	}
+	if q.typ == verbs.UD {
+		q.wq.rmu.Lock()
+		q.wq.resetResp()
+		q.wq.rmu.Unlock()
+		return
+	}
+	switch q.c.dev.cfg.Transport {
+	case TransportCopy:
+		return
+	case TransportAuto:
+		var r remote
+		if q.c.h.resolve(&r, q.attr.DestQPN) && r.ctx.typ == uint32(q.typ) &&
+			route(q.dev(), q.attr.AH.GRH.SGIDIndex, r.dev, q.attr.AH.GRH.DGID) {
+			return
+		}
+	}
+	q.startWire(q.attr.AH.GRH.DGID)
+	q.wrc = true
+}
+
+// sendUD sends a UD datagram over the network.
+func (q *qp) sendUD(w pvrdma.SendWQE, op pvrdma.Opcode, dqpn, qkey uint32, av pvrdma.AV, length uint64, data []byte) {
+	wq := q.wq
+	var p roce.Packet
+	p.Opcode = roce.UDSendOnly
+	if op == pvrdma.OpSendWithImm {
+		p.Opcode = roce.UDSendOnlyImm
+		p.Imm = w.Imm()
+	}
+	p.PKey = roce.DefaultPKey
+	p.DestQPN = dqpn
+	p.PSN = q.sqPSN
+	q.sqPSN = psnAdd(q.sqPSN, 1)
+	p.QKey = qkey
+	p.SrcQPN = q.qpn
+	p.SE = w.Flags()&pvrdma.FlagSolicited != 0
+	pkt := wq.txb[2:]
+	n := int(length)
+	hl := roce.Encode(pkt, &p, n)
+	if data != nil {
+		copy(pkt[hl:], data)
+	} else {
+		dst := pkt[hl : hl+n]
+		for i := range w.NumSGE() {
+			dst = dst[copy(dst, q.srcs[i]):]
+		}
+	}
+	total := roce.Len(p.Opcode, n)
+	clear(pkt[hl+n : total-4])
+	wq.port.send(wireAddr(av.DGID), wq.txb[:2+total])
+}
+
+// DataPath says how the QP reaches its destination: "memory copy" on this
+// host, or the network transport with both addresses. A UD QP names the
+// transports it can use.
+func (q *qp) DataPath() string {
+	q.LockSend()
+	defer q.UnlockSend()
+	w := q.c.wire
+	switch {
+	case q.wrc:
+		return fmt.Sprintf("%v, %v -> %v (emulated device)", w.kind, w.addr, q.wq.peer)
+	case w != nil && q.typ == verbs.UD:
+		if q.c.dev.cfg.Transport == TransportAuto {
+			return fmt.Sprintf("memory copy on this host, else %v from %v (emulated device)", w.kind, w.addr)
+		}
+		return fmt.Sprintf("%v from %v (emulated device)", w.kind, w.addr)
+	}
+	return "memory copy (emulated device)"
+}
