@@ -1,0 +1,218 @@
+//go:build linux
+
+package emu
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/pvperf/pvperf/emu/roce"
+	"github.com/pvperf/pvperf/verbs"
+)
+
+// wireFixture is an RC QP on a device with a network port, connected to a
+// peer QP on a second device, with a memory region that covers only the
+// middle of its memory: the bytes around it are guards no packet may
+// touch.
+type wireFixture struct {
+	a, b       *endpoint
+	port       *wirePort
+	addrA      netip.Addr
+	addrB      netip.Addr
+	mrOff      int // the region: mem[mrOff : mrOff+mrLen]
+	mrLen      int
+	guardBytes byte
+}
+
+func newWireFixture(tb testing.TB, base byte) *wireFixture {
+	tb.Helper()
+	// Addresses of this process alone: fuzzing runs several processes.
+	pid := os.Getpid()
+	addr := netip.AddrFrom4([4]byte{127, byte(8 + pid>>16&0x3F), byte(pid >> 8), byte(pid&0x7F)<<1 | base&1})
+	if base != 0 {
+		addr = netip.AddrFrom4([4]byte{127, 0, 5, base})
+	}
+	f := &wireFixture{addrA: addr, mrOff: 4096, mrLen: 8192, guardBytes: 0xA5}
+	f.addrB = f.addrA.Next()
+	open := func(a netip.Addr) verbs.Context {
+		d, err := NewDevice("emu0", Config{Profile: ProfileUnrestricted, RoCE: 2, MTU: verbs.MTU1024, Addr: a, Transport: TransportRoCE})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		ctx, err := d.Open()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { ctx.Close() })
+		return ctx
+	}
+	ca, cb := open(f.addrA), open(f.addrB)
+	f.a, f.b = newEndpoint(tb, ca, 16384), newEndpoint(tb, cb, 16384)
+	tb.Cleanup(f.b.close)
+	tb.Cleanup(f.a.close)
+	// Replace a's region with one over the middle of its memory.
+	if err := f.a.mr.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	mr, err := f.a.pd.RegMR(f.a.mem.Bytes()[f.mrOff:f.mrOff+f.mrLen], verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead|verbs.AccessRemoteAtomic)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f.a.mr = mr
+	if err := f.a.connect(f.b.info()); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.b.connect(f.a.info()); err != nil {
+		tb.Fatal(err)
+	}
+	f.port = ca.(*devContext).wire
+	mem := f.a.mem.Bytes()
+	for i := range mem {
+		mem[i] = f.guardBytes
+	}
+	return f
+}
+
+// guardsIntact reports whether the bytes outside the region are unchanged.
+func (f *wireFixture) guardsIntact() bool {
+	mem := f.a.mem.Bytes()
+	for _, g := range [][]byte{mem[:f.mrOff], mem[f.mrOff+f.mrLen:]} {
+		for _, c := range g {
+			if c != f.guardBytes {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// packet builds a sealed packet from b's address to a's QP.
+func (f *wireFixture) packet(p *roce.Packet, payload []byte) []byte {
+	buf := make([]byte, roce.Len(p.Opcode, len(payload)))
+	hl := roce.Encode(buf, p, len(payload))
+	copy(buf[hl:], payload)
+	roce.Seal(roce.Flow{Src: f.addrB, Dst: f.addrA, SrcPort: roce.Port}, buf)
+	return buf
+}
+
+func (f *wireFixture) drops() map[string]uint64 { return f.port.counters() }
+
+// TestWireUntrusted: packets from the network that are malformed, have a
+// wrong ICRC or P_Key, name no QP, come from the wrong address, or ask for
+// memory outside a region are dropped or NAKed and counted; none writes a
+// byte outside the registered region.
+func TestWireUntrusted(t *testing.T) {
+	f := newWireFixture(t, 10)
+	qpn := f.a.qp.Num()
+	write := func(va uint64, n int) *roce.Packet {
+		return &roce.Packet{Opcode: roce.RCWriteOnly, PKey: roce.DefaultPKey, DestQPN: qpn, PSN: benchPSN,
+			VA: va, RKey: f.a.mr.RKey(), DMALen: uint32(n), AckReq: true}
+	}
+	good := f.packet(write(f.a.mr.Addr(), 16), bytes.Repeat([]byte{1}, 16))
+	cases := []struct {
+		name string
+		pkt  []byte
+		src  netip.Addr
+		drop string
+	}{
+		{"truncated", good[:7], f.addrB, "drop_malformed"},
+		{"garbage opcode", append([]byte{0xE7}, good[1:]...), f.addrB, "drop_malformed"},
+		{"icrc", func() []byte { b := bytes.Clone(good); b[len(b)-1] ^= 1; return b }(), f.addrB, "drop_icrc"},
+		{"payload bit flip", func() []byte { b := bytes.Clone(good); b[30] ^= 4; return b }(), f.addrB, "drop_icrc"},
+		{"pkey", f.packet(&roce.Packet{Opcode: roce.RCWriteOnly, PKey: 0x1234, DestQPN: qpn, PSN: benchPSN, VA: f.a.mr.Addr(), RKey: f.a.mr.RKey(), DMALen: 4}, []byte{1, 2, 3, 4}), f.addrB, "drop_pkey"},
+		{"unknown qpn", f.packet(&roce.Packet{Opcode: roce.RCWriteOnly, PKey: roce.DefaultPKey, DestQPN: 0xABCDE, PSN: benchPSN, VA: f.a.mr.Addr(), RKey: f.a.mr.RKey(), DMALen: 4}, []byte{1, 2, 3, 4}), f.addrB, "drop_unknown_qpn"},
+		{"wrong source", func() []byte {
+			b := bytes.Clone(good)
+			roce.Seal(roce.Flow{Src: f.addrB.Next(), Dst: f.addrA, SrcPort: roce.Port}, b)
+			return b
+		}(), f.addrB.Next(), "drop_wrong_source"},
+		{"psn ahead", f.packet(&roce.Packet{Opcode: roce.RCWriteOnly, PKey: roce.DefaultPKey, DestQPN: qpn, PSN: benchPSN + 5, VA: f.a.mr.Addr(), RKey: f.a.mr.RKey(), DMALen: 4}, []byte{1, 2, 3, 4}), f.addrB, "drop_out_of_sequence"},
+	}
+	for _, c := range cases {
+		before := f.drops()[c.drop]
+		f.port.input(c.src, roce.Port, c.pkt)
+		if got := f.drops()[c.drop]; got != before+1 {
+			t.Errorf("%s: %s went from %d to %d, want one more", c.name, c.drop, before, got)
+		}
+		if !f.guardsIntact() {
+			t.Fatalf("%s: bytes outside the region changed", c.name)
+		}
+		mem := f.a.mem.Bytes()[f.mrOff : f.mrOff+16]
+		if mem[0] != f.guardBytes {
+			t.Fatalf("%s: the region was written", c.name)
+		}
+	}
+	// A write that ends past the region: NAK remote access, nothing
+	// written, the responder in the error state with QP_ACCESS_ERR.
+	before := f.drops()["drop_naked"]
+	f.port.input(f.addrB, roce.Port, f.packet(write(f.a.mr.Addr()+uint64(f.mrLen)-8, 16), bytes.Repeat([]byte{7}, 16)))
+	if got := f.drops()["drop_naked"]; got != before+1 {
+		t.Errorf("out-of-bounds write: drop_naked %d, want %d", got, before+1)
+	}
+	if !f.guardsIntact() || f.a.mem.Bytes()[f.mrOff+f.mrLen-8] != f.guardBytes {
+		t.Fatal("an out-of-bounds write changed memory")
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		a, err := f.a.qp.Query()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.State == verbs.StateErr {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("responder in %v after an out-of-bounds write, want ERR", a.State)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestWireGoodWrite: the well-formed packet of TestWireUntrusted lands.
+func TestWireGoodWrite(t *testing.T) {
+	f := newWireFixture(t, 20)
+	p := &roce.Packet{Opcode: roce.RCWriteOnly, PKey: roce.DefaultPKey, DestQPN: f.a.qp.Num(), PSN: benchPSN,
+		VA: f.a.mr.Addr() + 100, RKey: f.a.mr.RKey(), DMALen: 16, AckReq: true}
+	f.port.input(f.addrB, roce.Port, f.packet(p, bytes.Repeat([]byte{9}, 16)))
+	got := f.a.mem.Bytes()[f.mrOff+100 : f.mrOff+116]
+	if !bytes.Equal(got, bytes.Repeat([]byte{9}, 16)) || !f.guardsIntact() {
+		t.Fatalf("region bytes %x, guards intact %v", got, f.guardsIntact())
+	}
+}
+
+// FuzzWireInput feeds arbitrary packets, sealed with a valid ICRC and
+// aimed at a live RC QP from its peer's address, to the device: nothing
+// panics and no byte outside the registered region changes.
+func FuzzWireInput(f *testing.F) {
+	fx := newWireFixture(f, 0)
+	qpn := fx.a.qp.Num()
+	seed := func(p *roce.Packet, payload []byte) {
+		f.Add(fx.packet(p, payload))
+	}
+	mr := fx.a.mr
+	seed(&roce.Packet{Opcode: roce.RCWriteOnly, PKey: roce.DefaultPKey, DestQPN: qpn, PSN: benchPSN, VA: mr.Addr(), RKey: mr.RKey(), DMALen: 8}, make([]byte, 8))
+	seed(&roce.Packet{Opcode: roce.RCWriteFirst, PKey: roce.DefaultPKey, DestQPN: qpn, PSN: benchPSN, VA: mr.Addr() + 8000, RKey: mr.RKey(), DMALen: 4096}, make([]byte, 1024))
+	seed(&roce.Packet{Opcode: roce.RCReadRequest, PKey: roce.DefaultPKey, DestQPN: qpn, PSN: benchPSN, VA: mr.Addr(), RKey: mr.RKey(), DMALen: 3000}, nil)
+	seed(&roce.Packet{Opcode: roce.RCFetchAdd, PKey: roce.DefaultPKey, DestQPN: qpn, PSN: benchPSN, VA: mr.Addr() + 8, RKey: mr.RKey(), SwapAdd: 1}, nil)
+	seed(&roce.Packet{Opcode: roce.RCSendOnly, PKey: roce.DefaultPKey, DestQPN: qpn, PSN: benchPSN}, make([]byte, 100))
+	seed(&roce.Packet{Opcode: roce.RCAck, PKey: roce.DefaultPKey, DestQPN: qpn, PSN: benchPSN, Syndrome: roce.SynNAKSeq}, nil)
+	seed(&roce.Packet{Opcode: roce.RCReadRespOnly, PKey: roce.DefaultPKey, DestQPN: qpn, PSN: benchPSN}, make([]byte, 64))
+	f.Fuzz(func(t *testing.T, pkt []byte) {
+		pkt = bytes.Clone(pkt)
+		if len(pkt) >= 12 {
+			// Aim at the QP, so the fuzzer explores its states.
+			binary.BigEndian.PutUint32(pkt[8:], uint32(pkt[8])<<24|qpn)
+		}
+		if len(pkt) >= 16 { // a BTH and an ICRC
+			roce.Seal(roce.Flow{Src: fx.addrB, Dst: fx.addrA, SrcPort: roce.Port}, pkt)
+		}
+		fx.port.input(fx.addrB, roce.Port, pkt)
+		if !fx.guardsIntact() {
+			t.Fatalf("packet %x changed bytes outside the registered region", pkt)
+		}
+	})
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# wire-netns.sh: two hosts on one machine, over the emulator's network
+# transports. It makes two network namespaces joined by a veth pair
+# (10.80.0.1/24 and 10.80.0.2/24), runs a write_bw server in one and the
+# client in the other, each on an emulated device with its namespace's
+# address (PVPERF_EMU=addr=...), once over RoCE v2 (UDP 4791) and once over
+# TCP, and prints both sides' results. With -d it adds --check_data and
+# read_bw and send_bw runs.
+#
+# Needs root (ip netns, veth); Debian's iproute2. Exits non-zero if any run
+# fails. The namespaces are removed on exit.
+#
+# Usage: scripts/wire-netns.sh [-b DIR] [-d] [-n ITERS]
+#   -b DIR    directory holding the pvperf binary (default: build it)
+#   -d        also check the received data, and run read_bw and send_bw
+#   -n ITERS  iterations of each test (default 2000)
+set -euo pipefail
+
+bin= check= iters=2000
+while getopts "b:dn:" o; do
+	case $o in
+	b) bin=$OPTARG ;;
+	d) check=1 ;;
+	n) iters=$OPTARG ;;
+	*) sed -n '2,16p' "$0" >&2; exit 2 ;;
+	esac
+done
+if ! command -v ip >/dev/null || ! command -v ss >/dev/null; then
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null
+fi
+root=$(cd "$(dirname "$0")/.." && pwd)
+if [ -z "$bin" ]; then
+	bin=$(mktemp -d)
+	trap 'rm -rf "$bin"' EXIT
+	(cd "$root" && go build -o "$bin/pvperf" ./cmd/pvperf)
+fi
+pv=$bin/pvperf
+
+a=pvperf-wire-a b=pvperf-wire-b
+cleanup() {
+	ip netns del "$a" 2>/dev/null || true
+	ip netns del "$b" 2>/dev/null || true
+}
+trap cleanup EXIT
+cleanup
+ip netns add "$a"
+ip netns add "$b"
+ip link add pvw-a type veth peer name pvw-b
+ip link set pvw-a netns "$a"
+ip link set pvw-b netns "$b"
+ip -n "$a" addr add 10.80.0.1/24 dev pvw-a
+ip -n "$b" addr add 10.80.0.2/24 dev pvw-b
+for ns in "$a" "$b"; do
+	ip -n "$ns" link set lo up
+done
+ip -n "$a" link set pvw-a up
+ip -n "$b" link set pvw-b up
+
+fail=0
+run() { # transport test args...
+	local transport=$1 test=$2
+	shift 2
+	echo "=== $test $* over $transport"
+	ip netns exec "$a" env PVPERF_EMU="addr=10.80.0.1,transport=$transport" "$pv" "$test" -d emu0 "$@" >/tmp/pvperf-wire-server.$$ 2>&1 &
+	local spid=$!
+	local up=
+	for _ in $(seq 100); do
+		if ip netns exec "$a" ss -ltn 2>/dev/null | grep -q ':18515 '; then up=1; break; fi
+		sleep 0.1
+	done
+	[ -n "$up" ] || { echo "server did not listen"; cat /tmp/pvperf-wire-server.$$; kill $spid 2>/dev/null; fail=1; return; }
+	local cs=0 ss=0
+	ip netns exec "$b" env PVPERF_EMU="addr=10.80.0.2,transport=$transport" timeout 120 "$pv" "$test" -d emu0 "$@" 10.80.0.1 >/tmp/pvperf-wire-client.$$ 2>&1 || cs=$?
+	wait $spid || ss=$?
+	echo "--- client (exit $cs)"
+	grep -E "Data path|#bytes|^ [0-9]|Network port|rror|failed" /tmp/pvperf-wire-client.$$ || cat /tmp/pvperf-wire-client.$$
+	echo "--- server (exit $ss)"
+	grep -E "Data path|#bytes|^ [0-9]|Network port|rror|failed" /tmp/pvperf-wire-server.$$ || cat /tmp/pvperf-wire-server.$$
+	rm -f /tmp/pvperf-wire-server.$$ /tmp/pvperf-wire-client.$$
+	if [ $cs -ne 0 ] || [ $ss -ne 0 ]; then fail=1; fi
+}
+
+for transport in roce tcp; do
+	if [ -n "$check" ]; then
+		run $transport write_bw -s 65536 -n "$iters" --check_data
+		run $transport read_bw -s 65536 -n "$iters" --check_data
+		run $transport send_bw -s 65536 -n "$iters" --check_data
+	else
+		run $transport write_bw -s 65536 -n "$iters"
+	fi
+done
+[ $fail -eq 0 ] && echo "wire-netns: all runs passed" || echo "wire-netns: FAILED"
+exit $fail
