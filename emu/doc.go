@@ -39,6 +39,42 @@
 // exchanged out of band. Nothing outlives a process: memfds and abstract
 // sockets vanish with it.
 //
+// # Network transports: RoCE v2 and TCP
+//
+// A device configured with an address of its own (addr=IP in EnvVar)
+// reaches QPs on other hosts as PVRDMA does when the peer is not a VM of
+// the same host: with RoCE v2 packets over UDP port 4791 of that address,
+// which a kernel RoCE stack such as rdma_rxe understands, or over TCP
+// connections to port 4791 of the peer when RoCE is not chosen or UDP 4791
+// is taken. Its GID table is then that address alone. The transport is
+// chosen per QP when it moves to RTR: memory copy when the destination QP
+// is on this host (transport=auto, the default) and the network otherwise;
+// transport=copy, roce or tcp forces one. A QP's DataPath and the
+// context's Transports say which.
+//
+// On the network the device is rdma_rxe's peer: packets carry a BTH,
+// the RETH, AETH, DETH, ImmDt and AtomicETH headers their opcodes need,
+// and an ICRC (package roce). The requester segments messages to the path
+// MTU, asks for an ACK on the last packet of each message and every 64
+// packets, keeps at most 1024 PSNs in flight, and goes back to the oldest
+// unacknowledged PSN after a sequence NAK, an RNR NAK's timer or the local
+// ACK timeout (retry_cnt and rnr_retry as on hardware, then RETRY_EXC_ERR
+// or RNR_RETRY_EXC_ERR). The responder checks PSNs (one sequence NAK per
+// gap; duplicates are acknowledged again, READs executed again, atomics
+// answered from the saved result), opcode order, lengths against the path
+// MTU, access rights, R_Keys and bounds (NAK and the error state, as
+// rxe), and sends an RNR NAK when no receive is posted. UC and UD go
+// without acknowledgements. Packets from the network are untrusted: each is
+// parsed and its ICRC checked before it is used, and every drop is counted
+// by reason (WireCounters). Over IPv4 the ICRC covers the IP
+// identification, which a UDP socket does not report: the device sends 0
+// (an unconnected socket with don't-fragment set, as the kernel then
+// does) and accepts any value, which rdma_rxe's hashed identifications
+// need. RoCE v1 (raw Ethernet frames) is not sent on the network.
+//
+// The port's receive goroutine executes requests under the QP's responder
+// lock and handles responses under its send lock.
+//
 // # Semantics
 //
 // Work is executed in the thread that rings the send doorbell (under the
@@ -89,6 +125,9 @@
 // followed by the IPv4 header. Atomic operations act on the responder's
 // memory in host byte order and return the original value in host order.
 //
+// The network transports follow rxe's semantics described above; their
+// completion of a request waits for the peer's acknowledgement.
+//
 // # Connection manager
 //
 // NewCM returns a connection manager (verbs.CM) for the emulated devices
@@ -105,8 +144,9 @@
 //
 //   - the TCP and UDP port spaces share TCP ports, and Bind already
 //     listens (requests before Listen wait instead of being rejected);
-//   - peers on other hosts can connect, but only peers on this host can
-//     exchange data: the data path is memcpy between processes of one host;
+//   - peers on other hosts exchange data only when the devices have
+//     addresses of their own (the network transports); without one the
+//     data path is memcpy between processes of one host;
 //   - a peer that closes its TCP connection in the middle of a handshake
 //     fails the call at once with an error wrapping io.ErrUnexpectedEOF;
 //   - an active id's source port is its TCP connection's, known after
