@@ -23,7 +23,13 @@ type cmDev struct {
 
 // cmView reads the device's netdev now, as Device.Open does.
 func (d *Device) cmView() (*cmDev, error) {
-	nd, err := readNetdev(d.cfg.Netdev)
+	var nd netdevInfo
+	var err error
+	if d.cfg.Addr.IsValid() {
+		nd, err = netdevOf(d.cfg.Addr)
+	} else {
+		nd, err = readNetdev(d.cfg.Netdev)
+	}
 	if err != nil {
 		return nil, err
 	}

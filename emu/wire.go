@@ -83,12 +83,14 @@ type wirePort struct {
 	ln   *net.TCPListener
 
 	mu         sync.Mutex
-	links      map[netip.Addr]*tcpLink
+	links      map[netip.Addr]*tcpLink // under mu
 	dialFailed map[netip.Addr]time.Time
 	closed     bool
 	dialMu     sync.Mutex // one dial at a time
 	wg         sync.WaitGroup
 
+	gso            atomic.Bool // UDP segmentation offload works
+	gro            bool        // the kernel coalesces received datagrams
 	rxPkts, txPkts atomic.Uint64
 	drops          [numDropReasons]atomic.Uint64
 }
@@ -152,6 +154,8 @@ func openWire(h *host, cfg Config) (*wirePort, error) {
 				return nil, fmt.Errorf("udp %s: %w", u.LocalAddr(), err)
 			}
 			w.kind, w.udp = wireRoCE, u
+			w.gso.Store(true)
+			w.gro = unix.EnableUDPGRO(u)
 			w.wg.Add(1)
 			go w.readUDP()
 			return w, nil
@@ -205,50 +209,145 @@ func (w *wirePort) counters() map[string]uint64 {
 	return m
 }
 
-// send seals and sends a frame: frame[2:] is the packet, frame[:2] room
-// for the TCP length.
-func (w *wirePort) send(dst netip.Addr, frame []byte) {
-	pkt := frame[2:]
-	roce.Seal(roce.Flow{Src: w.addr, Dst: dst, SrcPort: roce.Port}, pkt)
-	w.txPkts.Add(1)
-	if w.kind == wireRoCE {
-		if _, err := w.udp.WriteToUDPAddrPort(pkt, netip.AddrPortFrom(dst, roce.Port)); err != nil {
-			w.drop(dropSend)
+// txBatch gathers the packets a thread sends to one destination, so that
+// one system call sends many: over UDP, consecutive packets of one size
+// (the last may be shorter) leave as one generic-segmentation-offload
+// send, which the kernel cuts into datagrams; over TCP the frames leave in
+// one write. Each packet is sealed as it is added: over UDP with the IPv4
+// identification its datagram will carry (the kernel numbers a batch's
+// datagrams from 0, on an unconnected socket with don't-fragment set).
+type txBatch struct {
+	buf   []byte
+	n     int // bytes used
+	seg   int // UDP: the size of the batch's datagrams
+	nseg  int
+	short bool // the last datagram is shorter than seg: nothing may follow
+	dst   netip.Addr
+	oob   [64]byte
+}
+
+const (
+	batchBytes = 63 * 1024 // below the 64 KiB of an IP datagram
+	maxSegs    = 64        // the kernel's UDP_MAX_SEGMENTS
+)
+
+// add appends pkt, a packet for dst whose last 4 bytes are room for the
+// ICRC, sending what the batch held first when pkt cannot join it.
+func (w *wirePort) add(b *txBatch, dst netip.Addr, pkt []byte) {
+	if b.buf == nil {
+		b.buf = make([]byte, batchBytes+frameMax)
+	}
+	if w.kind == wireTCP {
+		if b.nseg > 0 && (b.dst != dst || b.n+2+len(pkt) > batchBytes) {
+			w.flush(b)
+		}
+		b.dst = dst
+		binary.BigEndian.PutUint16(b.buf[b.n:], uint16(len(pkt)))
+		p := b.buf[b.n+2 : b.n+2+len(pkt)]
+		copy(p, pkt)
+		roce.Seal(roce.Flow{Src: w.addr, Dst: dst, SrcPort: roce.Port}, p)
+		b.n += 2 + len(pkt)
+		b.nseg++
+		return
+	}
+	if b.nseg > 0 && (!w.gso.Load() || b.dst != dst || b.short || len(pkt) > b.seg || b.nseg == maxSegs || b.n+len(pkt) > batchBytes) {
+		w.flush(b)
+	}
+	if b.nseg == 0 {
+		b.seg, b.dst = len(pkt), dst
+	}
+	p := b.buf[b.n : b.n+len(pkt)]
+	copy(p, pkt)
+	roce.Seal(roce.Flow{Src: w.addr, Dst: dst, SrcPort: roce.Port, ID: uint16(b.nseg)}, p)
+	b.short = len(pkt) < b.seg
+	b.n += len(pkt)
+	b.nseg++
+}
+
+// flush sends what b holds.
+func (w *wirePort) flush(b *txBatch) {
+	if b.nseg == 0 {
+		return
+	}
+	w.txPkts.Add(uint64(b.nseg))
+	defer func() { b.n, b.nseg, b.short = 0, 0, false }()
+	if w.kind == wireTCP {
+		w.sendTCP(b.dst, b.buf[:b.n], b.nseg)
+		return
+	}
+	to := netip.AddrPortFrom(b.dst, roce.Port)
+	if b.nseg == 1 {
+		if _, err := w.udp.WriteToUDPAddrPort(b.buf[:b.n], to); err != nil {
+			w.drops[dropSend].Add(1)
 		}
 		return
 	}
-	binary.BigEndian.PutUint16(frame, uint16(len(pkt)))
+	if _, _, err := w.udp.WriteMsgUDPAddrPort(b.buf[:b.n], unix.PutUDPSegment(b.oob[:], uint16(b.seg)), to); err == nil {
+		return
+	} else if !errors.Is(err, unix.EIO) && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOTSUP) {
+		w.drops[dropSend].Add(uint64(b.nseg))
+		return
+	}
+	// No segmentation offload on this path: one datagram at a time,
+	// sealed again with identification 0.
+	w.gso.Store(false)
+	for off := 0; off < b.n; off += b.seg {
+		p := b.buf[off:min(off+b.seg, b.n)]
+		roce.Seal(roce.Flow{Src: w.addr, Dst: b.dst, SrcPort: roce.Port}, p)
+		if _, err := w.udp.WriteToUDPAddrPort(p, to); err != nil {
+			w.drops[dropSend].Add(1)
+		}
+	}
+}
+
+// sendTCP writes frames (nseg of them) on the link to dst, connecting first
+// if need be.
+func (w *wirePort) sendTCP(dst netip.Addr, frames []byte, nseg int) {
 	w.mu.Lock()
 	l := w.links[dst]
 	w.mu.Unlock()
 	if l == nil {
 		if l = w.dial(dst); l == nil {
-			w.drop(dropSend) // lost, as on a network without a route
+			w.drops[dropSend].Add(uint64(nseg)) // lost, as on a network without a route
 			return
 		}
 	}
 	l.mu.Lock()
 	_ = l.c.SetWriteDeadline(time.Now().Add(time.Second))
-	_, err := l.c.Write(frame)
+	_, err := l.c.Write(frames)
 	l.mu.Unlock()
 	if err != nil {
-		w.drop(dropSend)
+		w.drops[dropSend].Add(uint64(nseg))
 		l.c.Close()
 	}
 }
 
 func (w *wirePort) readUDP() {
 	defer w.wg.Done()
-	var buf [1 << 16]byte
+	buf := make([]byte, 1<<16)
+	var oob [64]byte
 	for {
-		n, src, err := w.udp.ReadFromUDPAddrPort(buf[:])
+		n, oobn, _, src, err := w.udp.ReadMsgUDPAddrPort(buf, oob[:])
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			continue
 		}
-		w.input(src.Addr().Unmap(), src.Port(), buf[:n])
+		from, port := src.Addr().Unmap(), src.Port()
+		seg := 0
+		if w.gro {
+			seg = unix.GROSize(oob[:oobn])
+		}
+		if seg <= 0 || seg >= n {
+			w.input(from, port, buf[:n], 0)
+			continue
+		}
+		// Datagrams the kernel coalesced: most likely one batch of the
+		// sender, whose identifications count from 0.
+		for i, off := 0, 0; off < n; i, off = i+1, off+seg {
+			w.input(from, port, buf[off:min(off+seg, n)], uint16(i))
+		}
 	}
 }
 
@@ -343,7 +442,7 @@ func (w *wirePort) readTCP(peer netip.Addr, l *tcpLink) {
 		if _, err := readFull(l.c, buf[:n]); err != nil {
 			return
 		}
-		w.input(peer, roce.Port, buf[:n])
+		w.input(peer, roce.Port, buf[:n], 0)
 	}
 }
 
@@ -359,19 +458,21 @@ func readFull(c *net.TCPConn, b []byte) (int, error) {
 	return n, nil
 }
 
-// input handles one packet from src.
-func (w *wirePort) input(src netip.Addr, srcPort uint16, b []byte) {
+// input handles one packet from src; id is the likeliest IPv4
+// identification of its datagram.
+func (w *wirePort) input(src netip.Addr, srcPort uint16, b []byte, id uint16) {
 	w.rxPkts.Add(1)
 	var p roce.Packet
 	if roce.Parse(b, &p) != nil {
 		w.drop(dropMalformed)
 		return
 	}
-	f := roce.Flow{Src: src, Dst: w.addr, SrcPort: srcPort}
+	f := roce.Flow{Src: src, Dst: w.addr, SrcPort: srcPort, ID: id}
 	if !roce.CheckICRC(f, b) {
 		// The ICRC covers the IPv4 header's Identification, which a
-		// UDP socket does not report: 0 from emulated devices (an
-		// unconnected socket with DF), a hashed value from rdma_rxe.
+		// UDP socket does not report: from emulated devices 0, or the
+		// datagram's place in a segmented batch; a hashed value from
+		// rdma_rxe.
 		if _, ok := roce.CheckICRCAnyID(f, b); !src.Is4() || !ok {
 			w.drop(dropICRC)
 			return

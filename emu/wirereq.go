@@ -51,6 +51,7 @@ type wireQP struct {
 	nakPSN   uint32 // last PSN retransmitted for a sequence NAK
 	nakValid bool
 	txb      [frameMax]byte
+	tb       txBatch // packets not yet sent
 
 	// Responder, under rmu (the port's receive goroutine).
 	rmu      sync.Mutex
@@ -71,6 +72,7 @@ type wireQP struct {
 	atomOK   bool
 	wmr      mrCache // last region written or read remotely
 	rxb      [frameMax]byte
+	rb       txBatch // responses not yet sent
 	rwqe     [pvrdma.RecvHdrSize + 64*pvrdma.SGESize]byte
 	grh      [40]byte
 }
@@ -295,6 +297,7 @@ func (q *qp) wireTransmit() {
 			return // unreliable: complete once sent
 		}
 	}
+	wq.port.flush(&wq.tb)
 	if sent && !wq.armed {
 		q.rearm()
 	}
@@ -483,7 +486,7 @@ func (q *qp) sendPacket(p *roce.Packet, w pvrdma.SendWQE, off uint64, n int) {
 	}
 	total := roce.Len(p.Opcode, n)
 	clear(pkt[hl+n : total-4])
-	wq.port.send(wq.peer, wq.txb[:2+total])
+	wq.port.add(&wq.tb, wq.peer, pkt[:total])
 }
 
 // completeHead completes the oldest record with status st.
@@ -763,7 +766,8 @@ func (q *qp) sendUD(w pvrdma.SendWQE, op pvrdma.Opcode, dqpn, qkey uint32, av pv
 	}
 	total := roce.Len(p.Opcode, n)
 	clear(pkt[hl+n : total-4])
-	wq.port.send(wireAddr(av.DGID), wq.txb[:2+total])
+	wq.port.add(&wq.tb, wireAddr(av.DGID), pkt[:total])
+	wq.port.flush(&wq.tb)
 }
 
 // DataPath says how the QP reaches its destination: "memory copy" on this

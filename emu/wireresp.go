@@ -54,6 +54,7 @@ func (q *qp) wireInput(src netip.Addr, p *roce.Packet) {
 	wq.rmu.Lock()
 	if src == wq.peer && q.wrc {
 		q.request(p, hd)
+		wq.port.flush(&wq.rb)
 	} else {
 		wq.port.drop(dropSource)
 	}
@@ -469,7 +470,7 @@ func (q *qp) respond(r *roce.Packet, b []byte) {
 	copy(pkt[hl:], b)
 	total := roce.Len(r.Opcode, len(b))
 	clear(pkt[hl+len(b) : total-4])
-	wq.port.send(wq.peer, wq.rxb[:2+total])
+	wq.port.add(&wq.rb, wq.peer, pkt[:total])
 }
 
 // udInput delivers a UD datagram.

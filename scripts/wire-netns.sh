@@ -4,8 +4,8 @@
 # (10.80.0.1/24 and 10.80.0.2/24), runs a write_bw server in one and the
 # client in the other, each on an emulated device with its namespace's
 # address (PVPERF_EMU=addr=...), once over RoCE v2 (UDP 4791) and once over
-# TCP, and prints both sides' results. With -d it adds --check_data and
-# read_bw and send_bw runs.
+# TCP, and prints both sides' results. With -d it adds --check_data, and
+# read_bw, send_bw (RC and UD) and rdma_cm (-R) runs.
 #
 # Needs root (ip netns, veth); Debian's iproute2. Exits non-zero if any run
 # fails. The namespaces are removed on exit.
@@ -85,6 +85,8 @@ for transport in roce tcp; do
 		run $transport write_bw -s 65536 -n "$iters" --check_data
 		run $transport read_bw -s 65536 -n "$iters" --check_data
 		run $transport send_bw -s 65536 -n "$iters" --check_data
+		run $transport send_bw -c UD -n "$iters" --check_data
+		run $transport write_bw -s 65536 -n "$iters" -R
 	else
 		run $transport write_bw -s 65536 -n "$iters"
 	fi

@@ -20,6 +20,7 @@ const (
 	EEXIST        = unix.EEXIST
 	EFAULT        = unix.EFAULT
 	EHOSTUNREACH  = unix.EHOSTUNREACH
+	EIO           = unix.EIO
 	EINVAL        = unix.EINVAL
 	ENODEV        = unix.ENODEV
 	ENETUNREACH   = unix.ENETUNREACH
