@@ -89,6 +89,11 @@ type wirePort struct {
 	dialMu     sync.Mutex // one dial at a time
 	wg         sync.WaitGroup
 
+	// faults, in tests, decides the fate of each datagram sent: 0 sent,
+	// 1 lost, 2 sent twice, 3 held back and sent after the next one.
+	faults func() int
+	held   []byte
+
 	gso            atomic.Bool // UDP segmentation offload works
 	gro            bool        // the kernel coalesces received datagrams
 	rxPkts, txPkts atomic.Uint64
@@ -276,6 +281,10 @@ func (w *wirePort) flush(b *txBatch) {
 		return
 	}
 	to := netip.AddrPortFrom(b.dst, roce.Port)
+	if w.faults != nil {
+		w.faultySend(b, to)
+		return
+	}
 	if b.nseg == 1 {
 		if _, err := w.udp.WriteToUDPAddrPort(b.buf[:b.n], to); err != nil {
 			w.drops[dropSend].Add(1)
@@ -535,4 +544,30 @@ func (c *devContext) WireCounters() map[string]uint64 {
 		return nil
 	}
 	return c.wire.counters()
+}
+
+// faultySend sends b's datagrams one by one as w.faults decides (tests).
+func (w *wirePort) faultySend(b *txBatch, to netip.AddrPort) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for off := 0; off < b.n; off += b.seg {
+		p := b.buf[off:min(off+b.seg, b.n)]
+		roce.Seal(roce.Flow{Src: w.addr, Dst: b.dst, SrcPort: roce.Port}, p)
+		switch w.faults() {
+		case 1:
+			continue
+		case 2:
+			_, _ = w.udp.WriteToUDPAddrPort(p, to)
+		case 3:
+			if w.held == nil {
+				w.held = append([]byte(nil), p...)
+				continue
+			}
+		}
+		_, _ = w.udp.WriteToUDPAddrPort(p, to)
+		if w.held != nil {
+			_, _ = w.udp.WriteToUDPAddrPort(w.held, to)
+			w.held = nil
+		}
+	}
 }

@@ -24,7 +24,7 @@ import (
 // the port's receive goroutine for responses.
 
 const (
-	maxUnacked = 1024 // PSNs in flight (rxe keeps 128: RXE_MAX_UNACKED_PSNS)
+	maxUnacked = 128 // PSNs in flight, as rxe (RXE_MAX_UNACKED_PSNS)
 	maxNoAck   = 64   // packets between two AckReq (rxe's RXE_MAX_PKT_PER_ACK)
 )
 
