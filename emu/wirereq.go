@@ -25,7 +25,7 @@ import (
 
 const (
 	maxUnacked = 128 // PSNs in flight, as rxe (RXE_MAX_UNACKED_PSNS)
-	maxNoAck   = 64   // packets between two AckReq (rxe's RXE_MAX_PKT_PER_ACK)
+	maxNoAck   = 64  // packets between two AckReq (rxe's RXE_MAX_PKT_PER_ACK)
 )
 
 // wireQP is the network state of a QP.
