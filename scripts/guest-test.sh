@@ -31,6 +31,24 @@
 #                .cache/guest/emu-vs-rxe.html (the report command)
 #   side         perftest/perftest and pvperf/pvperf alternately (bandwidth,
 #                message rate, latency): medians and ratios, reported only
+#   wire         native endpoints: the emulator's wire transport (real RoCE
+#                v2 packets) against rxe. init adds a network namespace
+#                emuns and a veth pair: w0 10.79.0.1 with rxe1 in the
+#                initial namespace, w1 10.79.0.2 in emuns, where pvperf runs
+#                on emu0 with PVPERF_EMU=addr=10.79.0.2; and a second
+#                emulator's namespace emuns2 (w3 10.81.0.2, w2 10.81.0.1),
+#                routed to emuns through the initial namespace. Checks the
+#                network (ping, TCP, GIDs), emu0's GID table, rxe1 against
+#                itself, then pvperf against perftest both ways (the eight
+#                RC tests, send_bw -c UD), 64 KiB write_bw figures beside
+#                rxe1's own (reported only), and under netem on w1 (loss,
+#                delay with reordering, duplication) write_bw and send_bw
+#                of pvperf against perftest, and write_bw, send_bw and
+#                read_bw between the two emulators with --check_data
+#                (durations and packet counters reported). With this group
+#                the default time limit is 1200 s; PVPERF_GUEST_WIRE_EMU
+#                replaces the emulator's PVPERF_EMU (e.g.
+#                addr=10.79.0.2,transport=tcp)
 #
 # The console streams to stdout and to .cache/guest/console.log (overwritten
 # by each run); the summary is the test binary's "--- PASS/FAIL/SKIP" lines.
@@ -42,24 +60,29 @@
 # install what is missing (qemu-system-x86, cpio, iproute2, kmod) with
 # apt-get. The kernel that linux-image-amd64 depends on, busybox-static,
 # perftest and perftest's libraries are downloaded once into .cache/guest/
-# (ignored by git); later runs download nothing. A run takes about 4 to 5
-# minutes, nearly all of it in the guest (everything there is emulated); the
-# first run adds under a minute for downloads and the Go build.
+# (ignored by git); later runs download nothing. A run takes about 8 to 9
+# minutes (3 to 4 of them the wire group), nearly all of it in the guest
+# (everything there is emulated); the first run adds under a minute for
+# downloads and the Go build.
 #
 # Usage: scripts/guest-test.sh [-c GROUPS] [-r ROUNDS] [-t SECONDS] [-l FILE] [-k]
 #   -c GROUPS   comma-separated groups to run (default: all of the above)
 #   -r ROUNDS   rounds of the side-by-side comparison (default 7)
-#   -t SECONDS  time limit of the guest (default 720); its checks stop a
-#               minute before it, so the summary is printed even after a hang
+#   -t SECONDS  time limit of the guest (default 720, 1200 with the wire
+#               group); its checks stop a minute before it, so the summary
+#               is printed even after a hang
 #   -l FILE     keep a copy of the console log in FILE
 #   -k          keep the work directory (initramfs tree, binaries)
 # PVPERF_GUEST_CACHE overrides the cache directory; PVPERF_GUEST_APPEND adds
-# to the guest kernel's command line.
+# to the guest kernel's command line; PVPERF_GUEST_WIRE_EMU is the PVPERF_EMU
+# of the wire group's emulator (default addr=10.79.0.2; the one in emuns2
+# gets the same with addr=10.81.0.2); PVPERF_GUEST_RUN replaces the
+# -test.run pattern that -c makes (anchored; e.g. TestWireFaults with -c wire).
 set -euo pipefail
 
-checks=sanity,conformance,rdmacm,pvperf,ref,interop,reports,side
+checks=sanity,conformance,rdmacm,pvperf,ref,interop,reports,side,wire
 rounds=7
-limit=720
+limit=
 logcopy=
 keep=0
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
@@ -76,11 +99,19 @@ while getopts "c:r:t:l:kh" opt; do
 done
 shift $((OPTIND - 1))
 [ $# -eq 0 ] || usage
+wire_emu=${PVPERF_GUEST_WIRE_EMU:-}
+case $wire_emu in *[!A-Za-z0-9=,.:_/-]*) echo "guest-test: PVPERF_GUEST_WIRE_EMU has a character other than letters, digits and =,.:_/-" >&2; exit 2 ;; esac
+run_override=${PVPERF_GUEST_RUN:-}
+case $run_override in *[!A-Za-z0-9_/^\$\|\(\).*%-]*) echo "guest-test: PVPERF_GUEST_RUN has a character other than letters, digits and _/^\$|().*%-" >&2; exit 2 ;; esac
 case $rounds in '' | *[!0-9]* | 0) echo "guest-test: -r needs a positive number" >&2; exit 2 ;; esac
+if [ -z "$limit" ]; then
+	# The wire group's fault checks alone take about 8 minutes.
+	case ,$checks, in *,wire,*) limit=1200 ;; *) limit=720 ;; esac
+fi
 case $limit in '' | *[!0-9]* | 0) echo "guest-test: -t needs a positive number of seconds" >&2; exit 2 ;; esac
 for c in ${checks//,/ }; do
 	case $c in
-	sanity | conformance | rdmacm | pvperf | ref | interop | reports | side) ;;
+	sanity | conformance | rdmacm | pvperf | ref | interop | reports | side | wire) ;;
 	*) echo "guest-test: unknown check group in -c: $c" >&2; exit 2 ;;
 	esac
 done
@@ -244,6 +275,8 @@ put "$root/bin/busybox" /bin/busybox
 ln -s busybox "$tree/bin/sh"
 if ldd "$tree/bin/busybox" >/dev/null 2>&1; then die "busybox-static's busybox is not static"; fi
 put_with_libs "$(command -v ip)" /bin/iproute2-ip
+# tc for netem (the wire group's faults); busybox has a tc applet too.
+put_with_libs "$(command -v tc)" /bin/iproute2-tc
 put_with_libs "$(command -v rdma)" /bin/rdma
 for t in write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat atomic_lat; do
 	put_with_libs "$root/usr/bin/ib_$t" "/usr/bin/ib_$t"
@@ -258,7 +291,7 @@ cp -a "$bin" "$tree/pvperf"
 # load order (a module's dependencies, last listed first, then the module).
 moddir=lib/modules/$kver
 : >"$tree/guest/modules"
-for m in crc32_generic rdma_rxe rdma_ucm veth; do
+for m in crc32_generic rdma_rxe rdma_ucm veth sch_netem; do
 	line=$(awk -v m="$m" '{ p = $1; sub(/:$/, "", p); n = p; sub(/.*\//, "", n); sub(/\.ko.*/, "", n); if (n == m) { print; exit } }' "$root/$moddir/modules.dep")
 	[ -n "$line" ] || die "module $m not in $moddir/modules.dep"
 	read -r -a order < <(awk '{ sub(/:$/, "", $1); for (i = NF; i >= 2; i--) printf "%s ", $i; print $1 }' <<<"$line")
@@ -288,10 +321,16 @@ for c in ${checks//,/ }; do
 	case $c in
 	sanity) t=TestSanity ;; conformance) t=TestConformance ;; rdmacm) t='TestRDMACM|TestRDMACMInterop|TestCMFailures|TestCMSetup|TestCMDataPath' ;; pvperf) t=TestPvperf ;;
 	ref) t=TestReference ;; interop) t=TestInterop ;; reports) t=TestReports ;; side) t=TestSideBySide ;;
+	wire) t='TestWire|TestWireFaults' ;;
 	esac
 	run=${run:+$run|}$t
 done
+[ -z "$run_override" ] || run=$run_override
 printf "RUN='^(%s)$'\nROUNDS=%s\nBUDGET=%s\n" "$run" "$rounds" "$budget" >"$tree/guest/config"
+# The wire group's namespace, veth pair and rxe1 exist only when it runs.
+case ,$checks, in
+*,wire,*) printf "WIRE=1\nWIRE_EMU='%s'\n" "$wire_emu" >>"$tree/guest/config" ;;
+esac
 
 initrd=$work/initrd.gz
 (cd "$tree" && find . | cpio -o -H newc -R 0:0 --quiet | gzip -1 >"$initrd")
@@ -299,6 +338,8 @@ echo "initramfs: $(du -h "$initrd" | cut -f1)"
 
 # --- 5. boot -----------------------------------------------------------------
 step "booting the guest (QEMU TCG, time limit ${limit}s)"
+# TCG's speed is the host's: its load (other work on it) skews every figure.
+echo "host: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 log=$cache/console.log
 set +e
 timeout -k 10 "$limit" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 1024 \
@@ -329,6 +370,7 @@ if grep -q "^$marker" "$log"; then
 fi
 # The summary: every check's result line, as the test binary printed it.
 step "summary"
+echo "host load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 grep -E '^ *--- (PASS|FAIL|SKIP): ' "$log" || true
 sed -n '/^PVPERF-SIDE-BEGIN/,/^PVPERF-SIDE-END/p' "$log" | sed '1d;$d'
 status=$(sed -n 's/^PVPERF-GUEST-EXIT: \([0-9]*\).*/\1/p' "$log" | tail -n 1)

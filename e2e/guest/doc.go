@@ -11,8 +11,13 @@
 // its own test binary), TestPvperf (the eight tests, pvperf against
 // pvperf), TestReference (perftest against perftest), TestInterop (pvperf
 // against perftest both ways: a table of configurations), TestReports
-// (result files of an -a sweep on both sides) and TestSideBySide (perftest
-// and pvperf alternately; medians and ratios are logged, not judged).
+// (result files of an -a sweep on both sides), TestSideBySide (perftest
+// and pvperf alternately; medians and ratios are logged, not judged), and
+// TestWire and TestWireFaults (pvperf on the emulator's wire transport,
+// in a network namespace, against perftest on an rxe device: both ways,
+// then under netem faults, where pvperf also runs against a second
+// emulator in another namespace (-guest.wire-ns2) with --check_data;
+// -guest.wire-ns enables them).
 // -test.run selects groups; -test.v prints every check's outputs, and the
 // "--- PASS/FAIL/SKIP" lines are the summary. The verdict is the binary's
 // exit status.
