@@ -32,11 +32,13 @@ import (
 // Transports, as PVRDMA's: copy moves data between the memory of processes
 // on this host; roce sends RoCE v2 packets over UDP port 4791 from addr, to
 // any RoCE v2 device (another emulated device, or a kernel one such as
-// rdma_rxe); tcp carries the same packets over TCP connections to port
+// rdma_rxe), or with roce=v1 RoCE v1 frames (Ethertype 0x8915, a GRH
+// before the BTH) on the interface that holds addr, which needs
+// CAP_NET_RAW; tcp carries the same packets over TCP connections to port
 // 4791 of an emulated peer. auto, the default, uses copy when the peer QP
-// is on this host and, with addr set, RoCE v2 otherwise, or TCP when UDP
-// port 4791 of addr is taken (by rdma_rxe, for example). Without addr a
-// device has only the copy transport.
+// is on this host and, with addr set, RoCE otherwise, or TCP when UDP
+// port 4791 of addr is taken (by rdma_rxe, for example) or raw frames are
+// not permitted. Without addr a device has only the copy transport.
 //
 // The devices are named emu0, emu1, ... in order. Unset or empty means one
 // device, emu0, with every default. "off" means no emulated device.
@@ -149,9 +151,6 @@ func ParseConfig(s string) ([]Config, error) {
 		}
 		if (c.Transport == TransportRoCE || c.Transport == TransportTCP) && !c.Addr.IsValid() {
 			return nil, fmt.Errorf("%s: transport=%s needs addr=IP, the device's address", EnvVar, c.Transport)
-		}
-		if c.Addr.IsValid() && c.RoCE != 2 && c.Transport != TransportCopy {
-			return nil, fmt.Errorf("%s: addr=%s needs RoCE v2 (RoCE v1 needs raw Ethernet frames, which the emulator does not send)", EnvVar, c.Addr)
 		}
 		out = append(out, c)
 	}

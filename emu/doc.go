@@ -43,7 +43,8 @@
 //
 // A device configured with an address of its own (addr=IP in EnvVar)
 // reaches QPs on other hosts as PVRDMA does when the peer is not a VM of
-// the same host: with RoCE v2 packets over UDP port 4791 of that address,
+// the same host: with RoCE v2 packets over UDP port 4791 of that address
+// (RoCE v1 frames for a RoCE v1 device, below),
 // which a kernel RoCE stack such as rdma_rxe understands, or over TCP
 // connections to port 4791 of the peer when RoCE is not chosen or UDP 4791
 // is taken. Its GID table is then that address alone. The transport is
@@ -70,7 +71,12 @@
 // identification, which a UDP socket does not report: the device sends 0
 // (an unconnected socket with don't-fragment set, as the kernel then
 // does) and accepts any value, which rdma_rxe's hashed identifications
-// need. RoCE v1 (raw Ethernet frames) is not sent on the network.
+// need. A RoCE v1 device (roce=v1) with an address sends raw Ethernet
+// frames instead (Ethertype 0x8915: a GRH, then the same transport
+// headers, with the InfiniBand ICRC over the GRH), on the interface that
+// holds the address, to the MAC learnt from the peer's frames or from the
+// neighbour table; that needs CAP_NET_RAW (without it, transport=roce
+// fails saying so, and auto falls back to TCP).
 //
 // The port's receive goroutine executes requests under the QP's responder
 // lock and handles responses under its send lock.

@@ -31,12 +31,15 @@ const (
 	wireNone wireKind = iota
 	wireRoCE
 	wireTCP
+	wireRoCEv1 // raw Ethernet frames, Ethertype 0x8915
 )
 
 func (k wireKind) String() string {
 	switch k {
 	case wireRoCE:
 		return "RoCE v2"
+	case wireRoCEv1:
+		return "RoCE v1"
 	case wireTCP:
 		return "TCP"
 	}
@@ -86,13 +89,22 @@ type wirePort struct {
 	links      map[netip.Addr]*tcpLink // under mu
 	dialFailed map[netip.Addr]time.Time
 	closed     bool
-	dialMu     sync.Mutex // one dial at a time
+	shut       atomic.Bool // closed, for the receive goroutines
+	dialMu     sync.Mutex  // one dial at a time
 	wg         sync.WaitGroup
 
 	// faults, in tests, decides the fate of each datagram sent: 0 sent,
 	// 1 lost, 2 sent twice, 3 held back and sent after the next one.
 	faults func() int
 	held   []byte
+
+	// RoCE v1: the raw socket, the device's GID and the MACs of peers
+	// (learnt from their frames, else from the neighbour table).
+	raw     *unix.PacketConn
+	gid     [16]byte
+	macs    map[netip.Addr][6]byte // under mu
+	arpSent map[netip.Addr]time.Time
+	rxGRH   []byte // the GRH of the frame being handled (receive goroutine)
 
 	gso            atomic.Bool // UDP segmentation offload works
 	gro            bool        // the kernel coalesces received datagrams
@@ -150,7 +162,15 @@ func (w *wirePort) release() {
 // v2, else (transport=tcp, or auto with UDP 4791 taken) TCP port 4791.
 func openWire(h *host, cfg Config) (*wirePort, error) {
 	w := &wirePort{h: h, addr: cfg.Addr, links: map[netip.Addr]*tcpLink{}, dialFailed: map[netip.Addr]time.Time{}}
-	if cfg.Transport != TransportTCP {
+	if cfg.RoCE == 1 && cfg.Transport != TransportTCP {
+		err := w.openRaw(cfg)
+		if err == nil {
+			return w, nil
+		}
+		if cfg.Transport == TransportRoCE || !errors.Is(err, unix.EPERM) {
+			return nil, err
+		}
+	} else if cfg.Transport != TransportTCP {
 		u, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(cfg.Addr, roce.Port)))
 		switch {
 		case err == nil:
@@ -188,11 +208,15 @@ func inUse(err error) string {
 func (w *wirePort) close() {
 	w.mu.Lock()
 	w.closed = true
+	w.shut.Store(true)
 	links := w.links
 	w.links = nil
 	w.mu.Unlock()
 	if w.udp != nil {
 		w.udp.Close()
+	}
+	if w.raw != nil {
+		w.raw.Close()
 	}
 	if w.ln != nil {
 		w.ln.Close()
@@ -241,6 +265,10 @@ const (
 func (w *wirePort) add(b *txBatch, dst netip.Addr, pkt []byte) {
 	if b.buf == nil {
 		b.buf = make([]byte, batchBytes+frameMax)
+	}
+	if w.kind == wireRoCEv1 {
+		w.sendV1(b.buf, dst, pkt)
+		return
 	}
 	if w.kind == wireTCP {
 		if b.nseg > 0 && (b.dst != dst || b.n+2+len(pkt) > batchBytes) {
@@ -338,9 +366,10 @@ func (w *wirePort) readUDP() {
 	for {
 		n, oobn, _, src, err := w.udp.ReadMsgUDPAddrPort(buf, oob[:])
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
+			if errors.Is(err, net.ErrClosed) || w.isClosed() {
 				return
 			}
+			time.Sleep(time.Millisecond) // an error of the moment (ENOBUFS)
 			continue
 		}
 		from, port := src.Addr().Unmap(), src.Port()
@@ -476,6 +505,14 @@ func (w *wirePort) input(src netip.Addr, srcPort uint16, b []byte, id uint16) {
 		w.drop(dropMalformed)
 		return
 	}
+	if w.kind == wireRoCEv1 {
+		if !roce.CheckICRCv1(w.rxGRH, b) {
+			w.drop(dropICRC)
+			return
+		}
+		w.dispatch(src, &p)
+		return
+	}
 	f := roce.Flow{Src: src, Dst: w.addr, SrcPort: srcPort, ID: id}
 	if !roce.CheckICRC(f, b) {
 		// The ICRC covers the IPv4 header's Identification, which a
@@ -487,6 +524,11 @@ func (w *wirePort) input(src netip.Addr, srcPort uint16, b []byte, id uint16) {
 			return
 		}
 	}
+	w.dispatch(src, &p)
+}
+
+// dispatch hands a parsed and checked packet to its QP.
+func (w *wirePort) dispatch(src netip.Addr, p *roce.Packet) {
 	if p.Opcode == roce.CNP {
 		return
 	}
@@ -505,7 +547,7 @@ func (w *wirePort) input(src netip.Addr, srcPort uint16, b []byte, id uint16) {
 		w.drop(dropQPN)
 		return
 	}
-	q.wireInput(src, &p)
+	q.wireInput(src, p)
 }
 
 // wireAddr is the IP address of a RoCE v2 GID.
@@ -525,6 +567,11 @@ func (c *devContext) Transports() string {
 		return "memory copy (transport=copy; address " + cfg.Addr.String() + " unused)"
 	case w == nil:
 		return "memory copy (no address configured)"
+	case w.kind == wireRoCEv1:
+		if cfg.Transport == TransportRoCE {
+			return fmt.Sprintf("RoCE v1 (Ethertype 0x8915) from %v", w.addr)
+		}
+		return fmt.Sprintf("memory copy on this host, else RoCE v1 (Ethertype 0x8915) from %v", w.addr)
 	case w.kind == wireRoCE:
 		if cfg.Transport == TransportRoCE {
 			return fmt.Sprintf("RoCE v2 on UDP %v:%d", w.addr, roce.Port)
@@ -571,3 +618,121 @@ func (w *wirePort) faultySend(b *txBatch, to netip.AddrPort) {
 		}
 	}
 }
+
+// openRaw opens the RoCE v1 port: a link-layer socket for Ethertype 0x8915
+// on the interface that holds cfg.Addr.
+func (w *wirePort) openRaw(cfg Config) error {
+	nd, err := netdevOf(cfg.Addr)
+	if err != nil {
+		return err
+	}
+	ifc, err := net.InterfaceByName(nd.name)
+	if err != nil {
+		return fmt.Errorf("roce v1: %w", err)
+	}
+	raw, err := unix.ListenPacket(ifc.Index, roce.EtherTypeRoCEv1)
+	if err != nil {
+		hint := ""
+		if errors.Is(err, unix.EPERM) {
+			hint = " (RoCE v1 frames are raw Ethernet: they need CAP_NET_RAW; use roce=v2, or transport=tcp)"
+		}
+		return fmt.Errorf("roce v1: Ethertype 0x8915 on %s: %w%s", nd.name, err, hint)
+	}
+	w.kind, w.raw = wireRoCEv1, raw
+	w.gid = verbs.GIDFromAddr(cfg.Addr)
+	w.macs = map[netip.Addr][6]byte{}
+	w.arpSent = map[netip.Addr]time.Time{}
+	w.wg.Add(1)
+	go w.readRaw()
+	return nil
+}
+
+func (w *wirePort) readRaw() {
+	defer w.wg.Done()
+	buf := make([]byte, 1<<16)
+	for {
+		n, mac, err := w.raw.ReadFrom(buf)
+		if w.isClosed() {
+			return
+		}
+		if err != nil {
+			if w.isClosed() {
+				return
+			}
+			time.Sleep(time.Millisecond) // an error of the moment (ENOBUFS)
+			continue
+		}
+		f := buf[:n]
+		if n < roce.GRHLen || f[0]>>4 != 6 || f[6] != 0x1B || [16]byte(f[24:40]) != w.gid {
+			w.rxPkts.Add(1)
+			w.drop(dropMalformed)
+			continue
+		}
+		pkt := f[roce.GRHLen:]
+		if l := int(binary.BigEndian.Uint16(f[4:])); l <= len(pkt) {
+			pkt = pkt[:l] // frames are padded to the Ethernet minimum
+		}
+		src := netip.AddrFrom16([16]byte(f[8:24])).Unmap()
+		w.mu.Lock()
+		w.macs[src] = mac
+		w.mu.Unlock()
+		w.rxGRH = f[:roce.GRHLen]
+		w.input(src, 0, pkt, 0)
+	}
+}
+
+// sendV1 sends pkt to dst in a RoCE v1 frame built in buf.
+func (w *wirePort) sendV1(buf []byte, dst netip.Addr, pkt []byte) {
+	w.txPkts.Add(1)
+	mac, ok := w.macOf(dst)
+	if !ok {
+		w.drop(dropSend) // lost until the neighbour is known; retransmitted
+		return
+	}
+	roce.PutGRH(buf, w.gid, dst.As16(), 0, 64, len(pkt))
+	frame := buf[:roce.GRHLen+len(pkt)]
+	copy(frame[roce.GRHLen:], pkt)
+	roce.SealV1(frame[:roce.GRHLen], frame[roce.GRHLen:])
+	if err := w.raw.WriteTo(frame, mac); err != nil {
+		w.drop(dropSend)
+	}
+}
+
+// macOf returns the MAC of dst: learnt from its frames, else from the
+// kernel's neighbour table. An unknown neighbour is asked for (a UDP
+// datagram to its discard port makes the kernel resolve it), at most every
+// 100 ms.
+func (w *wirePort) macOf(dst netip.Addr) ([6]byte, bool) {
+	w.mu.Lock()
+	mac, ok := w.macs[dst]
+	w.mu.Unlock()
+	if ok {
+		return mac, true
+	}
+	if ns, err := unix.Neighbours(dst.Is6()); err == nil {
+		for _, n := range ns {
+			if n.Addr.Unmap() == dst && n.Usable() && len(n.MAC) == 6 {
+				copy(mac[:], n.MAC)
+				w.mu.Lock()
+				w.macs[dst] = mac
+				w.mu.Unlock()
+				return mac, true
+			}
+		}
+	}
+	w.mu.Lock()
+	ask := time.Since(w.arpSent[dst]) > 100*time.Millisecond
+	if ask {
+		w.arpSent[dst] = time.Now()
+	}
+	w.mu.Unlock()
+	if ask {
+		if c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(dst, 9))); err == nil {
+			_, _ = c.Write([]byte{0})
+			c.Close()
+		}
+	}
+	return mac, false
+}
+
+func (w *wirePort) isClosed() bool { return w.shut.Load() }

@@ -509,7 +509,11 @@ func (q *qp) udInput(src netip.Addr, p *roce.Packet) {
 		fail(verbs.WCLocLenErr)
 		return
 	}
-	q.recvGRH(src, wq.port.addr, p)
+	if wq.port.kind == wireRoCEv1 {
+		copy(wq.grh[:], wq.port.rxGRH) // the frame's own GRH, as on InfiniBand
+	} else {
+		q.recvGRH(src, wq.port.addr, p)
+	}
 	if !wq.inSC.write(wq.grh[:]) || !wq.inSC.write(p.Payload) {
 		fail(verbs.WCLocProtErr)
 		return
@@ -520,9 +524,13 @@ func (q *qp) udInput(src netip.Addr, p *roce.Packet) {
 		e.Imm = p.Imm
 		e.Flags |= pvrdma.WCFlagWithImm
 	}
-	e.NetworkHdrType = pvrdma.NetworkIPv6
-	if src.Is4() {
+	switch {
+	case wq.port.kind == wireRoCEv1:
+		e.NetworkHdrType = pvrdma.NetworkIB
+	case src.Is4():
 		e.NetworkHdrType = pvrdma.NetworkIPv4
+	default:
+		e.NetworkHdrType = pvrdma.NetworkIPv6
 	}
 	q.c.h.postCQE(&wq.self.cq, e, p.SE)
 }

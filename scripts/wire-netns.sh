@@ -3,8 +3,8 @@
 # transports. It makes two network namespaces joined by a veth pair
 # (10.80.0.1/24 and 10.80.0.2/24), runs a write_bw server in one and the
 # client in the other, each on an emulated device with its namespace's
-# address (PVPERF_EMU=addr=...), once over RoCE v2 (UDP 4791) and once over
-# TCP, and prints both sides' results. With -d it adds --check_data, and
+# address (PVPERF_EMU=addr=...), over RoCE v2 (UDP 4791), over TCP and over
+# RoCE v1 (raw Ethernet frames), and prints both sides' results. With -d it adds --check_data, and
 # read_bw, send_bw (RC and UD) and rdma_cm (-R) runs.
 #
 # Needs root (ip netns, veth); Debian's iproute2. Exits non-zero if any run
@@ -57,11 +57,11 @@ ip -n "$a" link set pvw-a up
 ip -n "$b" link set pvw-b up
 
 fail=0
-run() { # transport test args...
+run() { # settings test args...
 	local transport=$1 test=$2
 	shift 2
 	echo "=== $test $* over $transport"
-	ip netns exec "$a" env PVPERF_EMU="addr=10.80.0.1,transport=$transport" "$pv" "$test" -d emu0 "$@" >/tmp/pvperf-wire-server.$$ 2>&1 &
+	ip netns exec "$a" env PVPERF_EMU="addr=10.80.0.1,$transport" "$pv" "$test" -d emu0 "$@" >/tmp/pvperf-wire-server.$$ 2>&1 &
 	local spid=$!
 	local up=
 	for _ in $(seq 100); do
@@ -70,7 +70,7 @@ run() { # transport test args...
 	done
 	[ -n "$up" ] || { echo "server did not listen"; cat /tmp/pvperf-wire-server.$$; kill $spid 2>/dev/null; fail=1; return; }
 	local cs=0 ss=0
-	ip netns exec "$b" env PVPERF_EMU="addr=10.80.0.2,transport=$transport" timeout 120 "$pv" "$test" -d emu0 "$@" 10.80.0.1 >/tmp/pvperf-wire-client.$$ 2>&1 || cs=$?
+	ip netns exec "$b" env PVPERF_EMU="addr=10.80.0.2,$transport" timeout 120 "$pv" "$test" -d emu0 "$@" 10.80.0.1 >/tmp/pvperf-wire-client.$$ 2>&1 || cs=$?
 	wait $spid || ss=$?
 	echo "--- client (exit $cs)"
 	grep -E "Data path|#bytes|^ [0-9]|Network port|rror|failed" /tmp/pvperf-wire-client.$$ || cat /tmp/pvperf-wire-client.$$
@@ -80,8 +80,11 @@ run() { # transport test args...
 	if [ $cs -ne 0 ] || [ $ss -ne 0 ]; then fail=1; fi
 }
 
-for transport in roce tcp; do
-	if [ -n "$check" ]; then
+for transport in transport=roce transport=tcp transport=roce,roce=v1; do
+	if [ -n "$check" ] && [ "$transport" = transport=roce,roce=v1 ]; then
+		run $transport write_bw -s 65536 -n "$iters" --check_data
+		run $transport send_bw -c UD -n "$iters" --check_data
+	elif [ -n "$check" ]; then
 		run $transport write_bw -s 65536 -n "$iters" --check_data
 		run $transport read_bw -s 65536 -n "$iters" --check_data
 		run $transport send_bw -s 65536 -n "$iters" --check_data

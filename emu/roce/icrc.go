@@ -250,3 +250,53 @@ var idPivot, idComb = func() (piv [32]uint32, comb [32]uint16) {
 	}
 	return piv, comb
 }()
+
+// GRHLen is the length of the global route header that precedes the BTH
+// in RoCE v1 (Ethertype 0x8915) frames.
+const GRHLen = 40
+
+// EtherTypeRoCEv1 is the Ethertype of RoCE v1 frames.
+const EtherTypeRoCEv1 = 0x8915
+
+// PutGRH writes a RoCE v1 global route header into grh (GRHLen bytes) for
+// a packet of n bytes (BTH through ICRC) from sgid to dgid: IP version 6,
+// traffic class tclass, next header 0x1B (the IB transport), hop limit.
+func PutGRH(grh []byte, sgid, dgid [16]byte, tclass uint8, hopLimit uint8, n int) {
+	binary.BigEndian.PutUint32(grh[0:], 6<<28|uint32(tclass)<<20)
+	binary.BigEndian.PutUint16(grh[4:], uint16(n))
+	grh[6] = 0x1B
+	grh[7] = hopLimit
+	copy(grh[8:24], sgid[:])
+	copy(grh[24:40], dgid[:])
+}
+
+// ICRCv1 computes the ICRC of a RoCE v1 packet: pkt (BTH through ICRC)
+// behind the global route header grh. The CRC covers, as for InfiniBand
+// with a GRH: eight bytes 0xFF (the masked LRH), the GRH with its traffic
+// class, flow label and hop limit set to ones, the BTH with byte 4 set to
+// 0xFF, and the rest of pkt up to the ICRC. It panics if grh is shorter
+// than GRHLen or pkt than a BTH and an ICRC.
+func ICRCv1(grh, pkt []byte) uint32 {
+	var ps [GRHLen + bthLen]byte
+	copy(ps[:GRHLen], grh[:GRHLen])
+	binary.BigEndian.PutUint32(ps[0:], binary.BigEndian.Uint32(ps[0:])|0x0FFFFFFF)
+	ps[7] = 0xFF
+	copy(ps[GRHLen:], pkt[:bthLen])
+	ps[GRHLen+4] = 0xFF
+	r := update(seedRegister, ps[:])
+	return crc32.Update(^r, crc32.IEEETable, pkt[bthLen:len(pkt)-icrcLen])
+}
+
+// SealV1 writes the ICRC of a RoCE v1 packet into its last 4 bytes.
+func SealV1(grh, pkt []byte) {
+	binary.LittleEndian.PutUint32(pkt[len(pkt)-icrcLen:], ICRCv1(grh, pkt))
+}
+
+// CheckICRCv1 reports whether a RoCE v1 packet's last 4 bytes hold its
+// ICRC; false for a packet shorter than a BTH and an ICRC.
+func CheckICRCv1(grh, pkt []byte) bool {
+	if len(grh) < GRHLen || len(pkt) < bthLen+icrcLen {
+		return false
+	}
+	return binary.LittleEndian.Uint32(pkt[len(pkt)-icrcLen:]) == ICRCv1(grh, pkt)
+}
