@@ -54,6 +54,9 @@ func (s *session) writeWireCounters() {
 			line += fmt.Sprintf(" %s %d", strings.TrimPrefix(k, "drop_"), m[k])
 		}
 	}
+	if n := m["ud_lost"]; n > 0 {
+		line += fmt.Sprintf("; UD datagrams lost on the way: %d", n)
+	}
 	fmt.Fprintln(s.out, line)
 }
 

@@ -109,6 +109,7 @@ type wirePort struct {
 	gso            atomic.Bool // UDP segmentation offload works
 	gro            bool        // the kernel coalesces received datagrams
 	rxPkts, txPkts atomic.Uint64
+	udLost         atomic.Uint64 // UD datagrams missing in senders' PSN sequences
 	drops          [numDropReasons]atomic.Uint64
 }
 
@@ -231,7 +232,7 @@ func (w *wirePort) drop(r dropReason) { w.drops[r].Add(1) }
 
 // Counters returns the port's packet counters.
 func (w *wirePort) counters() map[string]uint64 {
-	m := map[string]uint64{"rx_packets": w.rxPkts.Load(), "tx_packets": w.txPkts.Load()}
+	m := map[string]uint64{"rx_packets": w.rxPkts.Load(), "tx_packets": w.txPkts.Load(), "ud_lost": w.udLost.Load()}
 	for i := range w.drops {
 		m["drop_"+dropNames[i]] = w.drops[i].Load()
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pvperf/pvperf/emu/roce"
 	"github.com/pvperf/pvperf/verbs"
+	"github.com/pvperf/pvperf/verbs/verbstest"
 )
 
 // wireFixture is an RC QP on a device with a network port, connected to a
@@ -332,5 +333,69 @@ func runWireOps(t *testing.T, f *wireFixture) {
 	}
 	if !bytes.Equal(f.b.mem.Bytes()[size:size+rsize], src[:rsize]) {
 		t.Fatal("pipelined reads: bytes differ")
+	}
+}
+
+// TestWireUDLoss: UD datagrams lost on the way are counted from the gaps
+// in the sender's PSNs, and the rest arrive.
+func TestWireUDLoss(t *testing.T) {
+	open := func(a netip.Addr) verbs.Context {
+		d, err := NewDevice("emu0", Config{Profile: ProfileUnrestricted, RoCE: 2, MTU: verbs.MTU1024, Addr: a, Transport: TransportRoCE})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, err := d.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ctx.Close() })
+		return ctx
+	}
+	ca, cb := open(netip.MustParseAddr("127.0.7.1")), open(netip.MustParseAddr("127.0.7.2"))
+	p := verbstest.NewPair(t, ca, cb, verbs.UD, verbstest.DefaultConnParams())
+	n := 0
+	ca.(*devContext).wire.faults = func() int {
+		n++
+		if n%10 == 0 {
+			return 1 // lost
+		}
+		return 0
+	}
+	const total = 60
+	for i := range total {
+		if _, err := p.B.QP.PostRecv([]verbs.RecvWR{{ID: uint64(i), SGL: []verbs.SGE{{Addr: p.B.MR.Addr(), Length: 2048, LKey: p.B.MR.LKey()}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wc := make([]verbs.WC, 1)
+	for i := range total {
+		wr := verbs.SendWR{ID: uint64(i), Opcode: verbs.OpSend, Flags: verbs.SendSignaled, AH: p.A.AH, RemoteQPN: p.B.QP.Num(),
+			RemoteQKey: verbstest.DefaultConnParams().QKey, SGL: []verbs.SGE{{Addr: p.A.MR.Addr(), Length: 100, LKey: p.A.MR.LKey()}}}
+		if _, err := p.A.QP.PostSend([]verbs.SendWR{wr}); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			k, err := p.A.SendCQ.Poll(wc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k == 1 {
+				break
+			}
+		}
+	}
+	got := 0
+	deadline := time.Now().Add(5 * time.Second)
+	for got < total-total/10 && time.Now().Before(deadline) {
+		k, err := p.B.RecvCQ.Poll(wc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += k
+	}
+	lost := cb.(*devContext).wire.counters()["ud_lost"]
+	if got != total-total/10 || lost != total/10-1 {
+		// The last loss (datagram 60) leaves no gap behind it.
+		t.Errorf("%d of %d datagrams received, %d counted lost; want %d and %d", got, total, lost, total-total/10, total/10-1)
 	}
 }

@@ -70,6 +70,9 @@ type wireQP struct {
 	atomPSN  uint32
 	atomOrig uint64
 	atomOK   bool
+	udSrc    netip.Addr // UD: the last sender, its QP and next PSN
+	udSrcQPN uint32
+	udNext   uint32
 	wmr      mrCache // last region written or read remotely
 	rxb      [frameMax]byte
 	rb       txBatch // responses not yet sent
@@ -124,6 +127,7 @@ func (wq *wireQP) resetReq(q *qp) {
 
 func (wq *wireQP) resetResp() {
 	wq.self = remote{}
+	wq.udSrc, wq.udSrcQPN, wq.udNext = netip.Addr{}, 0, 0
 	wq.msn, wq.nakSent, wq.inMsg, wq.inRecv, wq.atomOK = 0, false, false, false, false
 	wq.wmr = mrCache{}
 }

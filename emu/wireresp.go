@@ -488,6 +488,13 @@ func (q *qp) udInput(src netip.Addr, p *roce.Packet) {
 	}
 	wq.rmu.Lock()
 	defer wq.rmu.Unlock()
+	// Datagrams lost on the way show as gaps in the PSNs of one sender.
+	if src == wq.udSrc && p.SrcQPN == wq.udSrcQPN {
+		if gap := psnDiff(p.PSN, wq.udNext); gap > 0 {
+			wq.port.udLost.Add(uint64(gap))
+		}
+	}
+	wq.udSrc, wq.udSrcQPN, wq.udNext = src, p.SrcQPN, psnAdd(p.PSN, 1)
 	got, okw := q.takeRecvWire()
 	if !got {
 		wq.port.drop(dropNoRecv)
