@@ -543,7 +543,7 @@ func (q *qp) reset() {
 		q.wq.resetResp()
 		q.wq.rmu.Unlock()
 	}
-	q.wrc = false
+	q.setWRC(false)
 	q.UnlockSend()
 	l := spinLock{&q.sh.rqLock}
 	l.lock(h)

@@ -95,7 +95,7 @@ type wirePort struct {
 
 	// faults, in tests, decides the fate of each datagram sent: 0 sent,
 	// 1 lost, 2 sent twice, 3 held back and sent after the next one.
-	faults func() int
+	faults atomic.Pointer[func() int]
 	held   []byte
 
 	// RoCE v1: the raw socket, the device's GID and the MACs of peers
@@ -310,7 +310,7 @@ func (w *wirePort) flush(b *txBatch) {
 		return
 	}
 	to := netip.AddrPortFrom(b.dst, roce.Port)
-	if w.faults != nil {
+	if w.faults.Load() != nil {
 		w.faultySend(b, to)
 		return
 	}
@@ -601,7 +601,7 @@ func (w *wirePort) faultySend(b *txBatch, to netip.AddrPort) {
 	for off := 0; off < b.n; off += b.seg {
 		p := b.buf[off:min(off+b.seg, b.n)]
 		roce.Seal(roce.Flow{Src: w.addr, Dst: b.dst, SrcPort: roce.Port}, p)
-		switch w.faults() {
+		switch (*w.faults.Load())() {
 		case 1:
 			continue
 		case 2:

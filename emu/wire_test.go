@@ -238,8 +238,9 @@ func TestWireFaults(t *testing.T) {
 					return 0
 				}
 			}
-			f.port.faults = every(50)
-			f.b.ctx.(*devContext).wire.faults = every(13)
+			fa, fb := every(50), every(13)
+			f.port.faults.Store(&fa)
+			f.b.ctx.(*devContext).wire.faults.Store(&fb)
 			runWireOps(t, f)
 			a, b := f.port.counters(), f.b.ctx.(*devContext).wire.counters()
 			t.Logf("a: %v", a)
@@ -354,13 +355,14 @@ func TestWireUDLoss(t *testing.T) {
 	ca, cb := open(netip.MustParseAddr("127.0.7.1")), open(netip.MustParseAddr("127.0.7.2"))
 	p := verbstest.NewPair(t, ca, cb, verbs.UD, verbstest.DefaultConnParams())
 	n := 0
-	ca.(*devContext).wire.faults = func() int {
+	lose := func() int {
 		n++
 		if n%10 == 0 {
 			return 1 // lost
 		}
 		return 0
 	}
+	ca.(*devContext).wire.faults.Store(&lose)
 	const total = 60
 	for i := range total {
 		if _, err := p.B.QP.PostRecv([]verbs.RecvWR{{ID: uint64(i), SGL: []verbs.SGE{{Addr: p.B.MR.Addr(), Length: 2048, LKey: p.B.MR.LKey()}}}}); err != nil {

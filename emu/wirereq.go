@@ -242,6 +242,18 @@ func (q *qp) goBack(psn uint32) {
 	}
 }
 
+// retryFrom goes back to psn once: a NAK, a gap in a read's responses
+// or an implied NAK for the same PSN, repeated while the retransmission is
+// on its way, does not send it again (the ACK timeout covers its loss).
+func (q *qp) retryFrom(psn uint32) {
+	wq := q.wq
+	if wq.nakValid && wq.nakPSN == psn {
+		return
+	}
+	wq.nakValid, wq.nakPSN = true, psn
+	q.goBack(psn)
+}
+
 // wireTransmit sends packets while the window and the send queue allow.
 func (q *qp) wireTransmit() {
 	wq := q.wq
@@ -551,7 +563,7 @@ func (q *qp) ackUpTo(psn uint32) bool {
 		if o.op == pvrdma.OpRDMARead || o.op >= pvrdma.OpAtomicCmpAndSwp {
 			// Acknowledged past a read whose response is missing: the
 			// response was lost (an implied NAK); ask again.
-			q.goBack(psnAdd(o.psn, uint32(o.got/uint64(q.attr.PathMTU.Bytes()))))
+			q.retryFrom(psnAdd(o.psn, uint32(o.got/uint64(q.attr.PathMTU.Bytes()))))
 			return true
 		}
 		progress = true
@@ -622,11 +634,7 @@ func (q *qp) wireResponse(src netip.Addr, p *roce.Packet) {
 			if !q.ackUpTo(psnAdd(p.PSN, 0xFFFFFF)) || wq.outN == 0 {
 				return
 			}
-			if wq.nakValid && wq.nakPSN == p.PSN {
-				return // already going back to it
-			}
-			wq.nakValid, wq.nakPSN = true, p.PSN
-			q.goBack(p.PSN)
+			q.retryFrom(p.PSN)
 		default:
 			if !q.ackUpTo(psnAdd(p.PSN, 0xFFFFFF)) || wq.outN == 0 {
 				return
@@ -662,7 +670,16 @@ func (q *qp) wireResponse(src netip.Addr, p *roce.Packet) {
 		}
 		o := wq.rec(0)
 		mtu := uint64(q.attr.PathMTU.Bytes())
-		if o.op != pvrdma.OpRDMARead || p.PSN != psnAdd(o.psn, uint32(o.got/mtu)) {
+		want := psnAdd(o.psn, uint32(o.got/mtu))
+		if o.op == pvrdma.OpRDMARead && psnDiff(p.PSN, want) > 0 && psnDiff(p.PSN, o.last()) <= 0 {
+			// A response of this read is missing: ask for the rest
+			// again now rather than after the ACK timeout (once per
+			// gap, as a responder's sequence NAK does for requests).
+			wq.port.drop(dropSequence)
+			q.retryFrom(want)
+			return
+		}
+		if o.op != pvrdma.OpRDMARead || p.PSN != want {
 			wq.port.drop(dropDuplicate)
 			return
 		}
@@ -683,6 +700,7 @@ func (q *qp) wireResponse(src netip.Addr, p *roce.Packet) {
 		}
 		o.got += uint64(len(p.Payload))
 		wq.una = psnAdd(p.PSN, 1)
+		wq.nakValid = false
 		q.retryLeft = int(q.attr.RetryCnt)
 		if lastPkt {
 			q.completeHead(verbs.WCSuccess, uint32(o.length))
@@ -716,7 +734,7 @@ func (q *qp) scatterLocal(w pvrdma.SendWQE, off uint64, b []byte) bool {
 // memory copy when the destination QP is on this host (transport auto or
 // copy), else the device's network port.
 func (q *qp) chooseTransport() {
-	q.wrc = false
+	q.setWRC(false)
 	port := q.c.wire
 	if port == nil {
 		return
@@ -738,7 +756,19 @@ func (q *qp) chooseTransport() {
 		}
 	}
 	q.startWire(q.attr.AH.GRH.DGID)
-	q.wrc = true
+	q.setWRC(true)
+}
+
+// setWRC sets q.wrc, which the send lock (held) and the responder lock
+// guard.
+func (q *qp) setWRC(v bool) {
+	if q.wq == nil {
+		q.wrc = false
+		return
+	}
+	q.wq.rmu.Lock()
+	q.wrc = v
+	q.wq.rmu.Unlock()
 }
 
 // sendUD sends a UD datagram over the network.
