@@ -925,23 +925,7 @@ func (q *qp) buildGRH(av pvrdma.AV, length uint64) {
 	flow := av.SLTClassFlowLabel & 0xFFFFF
 	const bth, deth, icrc, udp = 12, 8, 4, 8
 	if d.roce == 2 && sgid.IsV4Mapped() {
-		ip := g[20:40]
-		ip[0] = 0x45
-		ip[1] = tclass
-		binary.BigEndian.PutUint16(ip[2:], uint16(20+udp+bth+deth+length+icrc))
-		binary.BigEndian.PutUint16(ip[6:], 0x4000) // don't fragment
-		ip[8] = av.HopLimit
-		ip[9] = 17 // UDP
-		copy(ip[12:16], sgid[12:16])
-		copy(ip[16:20], av.DGID[12:16])
-		var sum uint32
-		for i := 0; i < 20; i += 2 {
-			sum += uint32(binary.BigEndian.Uint16(ip[i:]))
-		}
-		for sum > 0xFFFF {
-			sum = sum&0xFFFF + sum>>16
-		}
-		binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
+		putIPv4(g[20:40], tclass, av.HopLimit, uint16(20+udp+bth+deth+length+icrc), [4]byte(sgid[12:16]), [4]byte(av.DGID[12:16]))
 		return
 	}
 	binary.BigEndian.PutUint32(g[0:], 6<<28|uint32(tclass)<<20|flow)
@@ -956,4 +940,27 @@ func (q *qp) buildGRH(av pvrdma.AV, length uint64) {
 	g[7] = av.HopLimit
 	copy(g[8:24], sgid[:])
 	copy(g[24:40], av.DGID[:])
+}
+
+// putIPv4 writes the 20-byte IPv4 header of a UDP datagram (don't
+// fragment, identification 0) with its checksum, as a UD receiver finds
+// it in the GRH area.
+func putIPv4(ip []byte, tclass, ttl uint8, total uint16, src, dst [4]byte) {
+	clear(ip[:20])
+	ip[0] = 0x45
+	ip[1] = tclass
+	binary.BigEndian.PutUint16(ip[2:], total)
+	binary.BigEndian.PutUint16(ip[6:], 0x4000) // don't fragment
+	ip[8] = ttl
+	ip[9] = 17 // UDP
+	copy(ip[12:16], src[:])
+	copy(ip[16:20], dst[:])
+	var sum uint32
+	for i := 0; i < 20; i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(ip[i:]))
+	}
+	for sum > 0xFFFF {
+		sum = sum&0xFFFF + sum>>16
+	}
+	binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
 }

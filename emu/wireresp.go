@@ -549,23 +549,7 @@ func (q *qp) recvGRH(src, dst netip.Addr, p *roce.Packet) {
 	clear(g)
 	udpLen := uint16(8 + roce.Len(p.Opcode, len(p.Payload)))
 	if src.Is4() {
-		ip := g[20:40]
-		ip[0] = 0x45
-		binary.BigEndian.PutUint16(ip[2:], 20+udpLen)
-		binary.BigEndian.PutUint16(ip[6:], 0x4000)
-		ip[8] = 64
-		ip[9] = 17
-		s4, d4 := src.As4(), dst.As4()
-		copy(ip[12:16], s4[:])
-		copy(ip[16:20], d4[:])
-		var sum uint32
-		for i := 0; i < 20; i += 2 {
-			sum += uint32(binary.BigEndian.Uint16(ip[i:]))
-		}
-		for sum > 0xFFFF {
-			sum = sum&0xFFFF + sum>>16
-		}
-		binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
+		putIPv4(g[20:40], 0, 64, 20+udpLen, src.As4(), dst.As4())
 		return
 	}
 	binary.BigEndian.PutUint32(g[0:], 6<<28)
