@@ -39,13 +39,24 @@ func TestWireTwoProcesses(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
-				port := strconv.Itoa(freePort(t))
 				envOf := func(addr string) []string {
 					return append(os.Environ(), "PVPERF_EMU=addr="+addr+",transport="+transport)
 				}
-				args := append([]string{"-d", "emu0", "-p", port}, c.args...)
-				srv := startEnv(t, ctx, envOf(srvAddr), c.test, args...)
-				waitListening(t, ctx, srv, port)
+				// The TCP transport's connections take ephemeral ports
+				// too: a port freePort found may be gone when the
+				// server binds it, and then another is tried.
+				var srv *proc
+				var args []string
+				for attempt := 0; ; attempt++ {
+					port := strconv.Itoa(freePort(t))
+					args = append([]string{"-d", "emu0", "-p", port}, c.args...)
+					srv = startEnv(t, ctx, envOf(srvAddr), c.test, args...)
+					if attempt < 3 && serverLostPort(ctx, srv, port) {
+						continue
+					}
+					waitListening(t, ctx, srv, port)
+					break
+				}
 				cli := startEnv(t, ctx, envOf(cliAddr), c.test, append(args, "127.0.0.1")...)
 				for _, p := range []*proc{cli, srv} {
 					if code, err := p.wait(); err != nil || code != 0 {
@@ -64,6 +75,28 @@ func TestWireTwoProcesses(t *testing.T) {
 					t.Errorf("client output lacks the network port's counters:\n%s", cli.stdout.String())
 				}
 			})
+		}
+	}
+}
+
+// serverLostPort waits until server listens on port, and reports true if
+// it exited instead because the port was taken.
+func serverLostPort(ctx context.Context, server *proc, port string) bool {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-server.banner:
+			return false
+		case <-server.copied:
+			_, _ = server.wait()
+			return strings.Contains(server.stdout.String()+server.stderr.String(), "Couldn't listen to port")
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+			if listening(port) {
+				return false
+			}
 		}
 	}
 }
