@@ -122,6 +122,13 @@ func TestLoopbackMatrix(t *testing.T) {
 		{"send_bw_uc", bw(perftest.Send, func(c *Config) { c.Connection = perftest.UC; c.Size = 1024 }), "Connection type : UC"},
 		{"write_bw_uc", bw(perftest.Write, func(c *Config) { c.Connection = perftest.UC }), "Connection type : UC"},
 		{"send_bw_srq", bw(perftest.Send, func(c *Config) { c.UseSRQ = true; c.NumQPs = 2 }), "Using SRQ      : ON"},
+		// Receives rounded up to the MTU reach past the last QP's slot.
+		// One QP: every receive is posted up front (a UD datagram that
+		// finds the SRQ empty is dropped, and the server waits).
+		{"send_bw_srq_ud", bw(perftest.Send, func(c *Config) {
+			c.UseSRQ, c.Connection, c.Size, c.Iters = true, perftest.UD, 1024, 100
+		}), "Using SRQ      : ON"},
+		{"send_lat_srq_ud", lat(perftest.Send, func(c *Config) { c.UseSRQ = true; c.Connection = perftest.UD; c.Size = 1024 }), "Using SRQ      : ON"},
 		{"send_bw_events", bw(perftest.Send, func(c *Config) { c.Events = true }), "Test with events"},
 		{"write_bw_all", bw(perftest.Write, func(c *Config) { c.AllSizes = true; c.Iters = 20; c.CQMod = 100 }), " 8388608 "},
 		{"send_bw_all_ud", bw(perftest.Send, func(c *Config) { c.AllSizes = true; c.Iters = 20; c.Connection = perftest.UD }), " 1024    "},

@@ -112,9 +112,11 @@
 //     max_dest_rd_atomic 0, misaligned atomic: REM_INV_REQ_ERR (responder:
 //     QP_REQ_ERR event, error state).
 //   - receive buffer too small: the receiver completes with LOC_LEN_ERR and
-//     the RC requester with REM_INV_REQ_ERR; receive SGE with an invalid lkey:
-//     LOC_PROT_ERR at the receiver, REM_OP_ERR at the requester. The receiver
-//     QP goes to the error state with a QP_FATAL event.
+//     the RC requester with REM_INV_REQ_ERR; receive SGE with an invalid lkey,
+//     or whose written bytes leave its region: LOC_PROT_ERR at the receiver,
+//     REM_OP_ERR at the requester (as rdma_rxe, only the bytes a message
+//     writes are checked, not the whole SGE). The receiver QP goes to the
+//     error state with a QP_FATAL event.
 //   - a QP entering the error state completes all its pending work requests
 //     with WR_FLUSH_ERR (a QP put in error by its peer is flushed when its
 //     owner next polls a CQ, rings a doorbell, or within 20 ms).

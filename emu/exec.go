@@ -829,7 +829,10 @@ func (q *qp) prefetchRecv(r *remote) {
 	r.rqLock.unlock()
 }
 
-// scatter writes a message into the SGEs of a receive WQE, in order.
+// scatter writes a message into the SGEs of a receive WQE, in order. Like
+// rdma_rxe's copy_data, it checks the local key, access and bounds of the
+// bytes it writes, not of whole SGEs: a receive longer than the message may
+// reach past its memory region.
 type scatter struct {
 	mr   *mrCache
 	p    *peer
@@ -837,12 +840,14 @@ type scatter struct {
 	rw   pvrdma.RecvWQE
 	nsge int
 	i    int
-	cur  []byte
+	addr uint64 // next address in the current SGE
+	room uint64 // bytes left in the current SGE
+	lkey uint32
 }
 
 func (s *scatter) write(b []byte) bool {
 	for len(b) > 0 {
-		if len(s.cur) == 0 {
+		if s.room == 0 {
 			for s.i < s.nsge && s.rw.SGE(s.i).Length == 0 {
 				s.i++
 			}
@@ -851,14 +856,16 @@ func (s *scatter) write(b []byte) bool {
 			}
 			sge := s.rw.SGE(s.i)
 			s.i++
-			dst, ok := s.mr.get(s.p, sge.LKey, s.pd, sge.Addr, uint64(sge.Length), verbs.AccessLocalWrite)
-			if !ok {
-				return false
-			}
-			s.cur = dst
+			s.addr, s.room, s.lkey = sge.Addr, uint64(sge.Length), sge.LKey
 		}
-		n := copy(s.cur, b)
-		s.cur = s.cur[n:]
+		n := min(uint64(len(b)), s.room)
+		dst, ok := s.mr.get(s.p, s.lkey, s.pd, s.addr, n, verbs.AccessLocalWrite)
+		if !ok {
+			return false
+		}
+		copy(dst, b[:n])
+		s.addr += n
+		s.room -= n
 		b = b[n:]
 	}
 	return true

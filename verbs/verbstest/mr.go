@@ -86,4 +86,30 @@ func testMemoryRegion(t *testing.T, tg Target) {
 			}
 		}
 	})
+	// The device checks the bytes a receive writes, not its whole SGE (as
+	// rdma_rxe's copy_data does): a receive longer than the message may
+	// reach past the end of its memory region. perftest posts such
+	// receives with --use_srq, whose receive length is rounded up to the
+	// MTU.
+	run(t, "ReceivePastRegionEnd", func(t *testing.T) {
+		for _, typ := range []verbs.QPType{verbs.RC, verbs.UD} {
+			run(t, typ.String(), func(t *testing.T) {
+				f := newFixture(t, tg)
+				p := f.pair(pairOpts{typ: typ})
+				a, b := p.A, p.B
+				grh := grhLen(typ)
+				small := regMR(t, b.PD, b.Mem.Bytes()[:8192], verbs.AccessLocalWrite)
+				msg := pattern(200, 3)
+				copy(a.Mem.Bytes(), msg)
+				// 300 bytes before the region's end, 2048 long: the
+				// message and its GRH fit, the SGE does not.
+				at := 8192 - 300
+				postRecv(t, b.QP, verbs.RecvWR{ID: 1, SGL: []verbs.SGE{sge(small, at, 2048)}})
+				postSend(t, a.QP, p.sendWR(2, verbs.OpSend, verbs.SendSignaled, sge(a.MR, 0, len(msg))))
+				checkWC(t, "send", poll1(t, a.SendCQ), wcWant{ID: 2, QPNum: a.QP.Num(), Opcode: verbs.WCSend, Len: -1})
+				checkWC(t, "receive reaching past its region", poll1(t, b.RecvCQ), wcWant{ID: 1, QPNum: b.QP.Num(), Opcode: verbs.WCRecv, Len: grh + len(msg), GRH: grh > 0, SrcQP: srcQP(typ, a.QP)})
+				sameBytes(t, "received message", b.Mem.Bytes()[at+grh:at+grh+len(msg)], msg)
+			})
+		}
+	})
 }
