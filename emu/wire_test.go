@@ -401,3 +401,79 @@ func TestWireUDLoss(t *testing.T) {
 		t.Errorf("%d of %d datagrams received, %d counted lost; want %d and %d", got, total, lost, total-total/10, total/10-1)
 	}
 }
+
+// TestWireLargeRead: a read longer than the window (128 packets) asks for
+// its responses a window at a time, so that the responder never sends more
+// than the receiving socket can hold: 2 MiB at MTU 1024 is 16 read
+// requests. Reads of that size in a row complete with the right bytes.
+func TestWireLargeRead(t *testing.T) {
+	const size = 2 << 20
+	addrA := netip.AddrFrom4([4]byte{127, 0, 5, 60})
+	open := func(a netip.Addr) verbs.Context {
+		d, err := NewDevice("emu0", Config{Profile: ProfileUnrestricted, RoCE: 2, MTU: verbs.MTU1024, Addr: a, Transport: TransportRoCE})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, err := d.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ctx.Close() })
+		return ctx
+	}
+	ca, cb := open(addrA), open(addrA.Next())
+	a, b := newEndpoint(t, ca, size), newEndpoint(t, cb, 2*size)
+	t.Cleanup(b.close)
+	t.Cleanup(a.close)
+	if err := a.connect(b.info()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.connect(a.info()); err != nil {
+		t.Fatal(err)
+	}
+	src := a.mem.Bytes()
+	for i := range src {
+		src[i] = byte(i*7 + i>>12)
+	}
+	wr := verbs.SendWR{Opcode: verbs.OpRDMARead, Flags: verbs.SendSignaled,
+		SGL:        []verbs.SGE{{Addr: b.mr.Addr() + size, Length: size, LKey: b.mr.LKey()}},
+		RemoteAddr: a.mr.Addr(), RKey: a.mr.RKey()}
+	read := func(n int) {
+		t.Helper()
+		clear(b.mem.Bytes()[size:])
+		wrs := make([]verbs.SendWR, n)
+		for i := range wrs {
+			wrs[i] = wr
+		}
+		if _, err := b.qp.PostSend(wrs); err != nil {
+			t.Fatal(err)
+		}
+		wc := make([]verbs.WC, n)
+		deadline := time.Now().Add(60 * time.Second)
+		for done := 0; done < n; {
+			k, err := b.scq.Poll(wc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range k {
+				if err := wc[i].Err(); err != nil {
+					t.Fatalf("read %d of %d: %v", done+i+1, n, err)
+				}
+			}
+			done += k
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d reads of %d bytes completed", done, n, size)
+			}
+		}
+		if !bytes.Equal(b.mem.Bytes()[size:], src) {
+			t.Fatal("read bytes differ")
+		}
+	}
+	read(1)
+	ra, rb := ca.(*devContext).wire.counters(), cb.(*devContext).wire.counters()
+	if ra["rx_packets"] != 16 || rb["rx_packets"] != 2048 {
+		t.Errorf("one read of 2 MiB: the responder received %d packets, the requester %d; want 16 requests and 2048 responses\nresponder: %v\nrequester: %v",
+			ra["rx_packets"], rb["rx_packets"], ra, rb)
+	}
+	read(8)
+}

@@ -88,6 +88,7 @@ type outWQE struct {
 	op     pvrdma.Opcode
 	length uint64
 	got    uint64 // READ: response bytes received
+	asked  uint64 // READ: response bytes asked for so far
 	acked  bool   // SEND/WRITE: acknowledged
 }
 
@@ -230,6 +231,7 @@ func (q *qp) goBack(psn uint32) {
 		off := uint64(psnDiff(psn, o.psn)) * uint64(q.attr.PathMTU.Bytes())
 		if o.op == pvrdma.OpRDMARead {
 			off = o.got
+			o.asked = o.got
 			psn = psnAdd(o.psn, uint32(o.got/uint64(q.attr.PathMTU.Bytes())))
 		}
 		wq.txOff = off
@@ -393,16 +395,27 @@ func (q *qp) sendRecord(o *outWQE, w pvrdma.SendWQE) bool {
 	p.DestQPN = q.attr.DestQPN
 	switch o.op {
 	case pvrdma.OpRDMARead:
+		// A read longer than the window asks for its responses a
+		// window at a time, the next part once the last has arrived:
+		// the responder sends a read's responses at once, and a burst
+		// larger than the receiving socket can hold would be lost
+		// again and again.
+		if o.asked > o.got {
+			return false
+		}
+		n := min(o.length-wq.txOff, maxUnacked*mtu)
 		p.Opcode = roce.RCReadRequest
 		p.PSN = wq.txPSN
 		p.VA = w.RemoteAddr() + wq.txOff
 		p.RKey = w.RKey()
-		p.DMALen = uint32(o.length - wq.txOff)
+		p.DMALen = uint32(n)
 		p.AckReq = true
 		q.sendPacket(&p, w, 0, 0)
-		wq.txPSN = psnAdd(o.psn, o.npsn)
+		wq.txOff += n
+		o.asked = wq.txOff
+		wq.txPSN = psnAdd(wq.txPSN, npkts(n, q.attr.PathMTU))
 		wq.noAck = 0
-		return true
+		return wq.txOff == o.length
 	case pvrdma.OpAtomicCmpAndSwp, pvrdma.OpAtomicFetchAndAdd:
 		p.Opcode = roce.RCCompareSwap
 		if o.op == pvrdma.OpAtomicFetchAndAdd {
@@ -687,9 +700,10 @@ func (q *qp) wireResponse(src netip.Addr, p *roce.Packet) {
 			q.wireFail(verbs.WCRemOpErr)
 			return
 		}
+		// The last response of each request ends what it asked for.
 		lastPkt := p.Opcode == roce.RCReadRespLast || p.Opcode == roce.RCReadRespOnly
-		if uint64(len(p.Payload)) > o.length-o.got || (!lastPkt && uint64(len(p.Payload)) != mtu) ||
-			(lastPkt && o.got+uint64(len(p.Payload)) != o.length) {
+		if uint64(len(p.Payload)) > o.asked-o.got || (!lastPkt && uint64(len(p.Payload)) != mtu) ||
+			(lastPkt && o.got+uint64(len(p.Payload)) != o.asked) {
 			q.wireFail(verbs.WCBadRespErr)
 			return
 		}
@@ -702,7 +716,7 @@ func (q *qp) wireResponse(src netip.Addr, p *roce.Packet) {
 		wq.una = psnAdd(p.PSN, 1)
 		wq.nakValid = false
 		q.retryLeft = int(q.attr.RetryCnt)
-		if lastPkt {
+		if o.got == o.length {
 			q.completeHead(verbs.WCSuccess, uint32(o.length))
 		}
 		q.rearm()

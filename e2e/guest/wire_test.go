@@ -421,6 +421,9 @@ func (p wirePair) check(t *testing.T) pairResult {
 // wireOpts are the options of a wire check of test: the iterations, then
 // opts.
 func wireOpts(test, opts string) []string {
+	if strings.Contains(" "+opts+" ", " -n ") {
+		return strings.Fields(opts)
+	}
 	n := wireBWIters
 	if strings.HasSuffix(test, "_lat") {
 		n = wireLatIters
@@ -468,12 +471,13 @@ func TestWireHelper(t *testing.T) {
 	os.Exit(0)
 }
 
-// wireTests are the configurations of the matrix: the eight RC tests and
-// send_bw -c UD.
+// wireTests are the configurations of the matrix: the eight RC tests,
+// send_bw -c UD, and reads longer than the emulator's window (it asks for
+// their responses 128 packets at a time).
 var wireTests = []struct{ test, opts string }{
 	{"write_bw", ""}, {"read_bw", ""}, {"send_bw", ""}, {"atomic_bw", ""},
 	{"write_lat", ""}, {"read_lat", ""}, {"send_lat", ""}, {"atomic_lat", ""},
-	{"send_bw", "-c UD"},
+	{"send_bw", "-c UD"}, {"read_bw", "-s 1048576 -n 20"},
 }
 
 // TestWire checks pvperf on emu0 (its wire transport, inside the
