@@ -208,6 +208,11 @@ func (s *session) run(ctx context.Context) (err error) {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) && errors.Is(err, context.Canceled) {
 			err = cause
 		}
+		if cfg.Extras {
+			// Packets lost or refused on the way often explain a
+			// test that stopped making progress.
+			s.writeWireCounters()
+		}
 		return err
 	}
 	if cfg.CheckData {

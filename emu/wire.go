@@ -86,7 +86,8 @@ type wirePort struct {
 	ln   *net.TCPListener
 
 	mu         sync.Mutex
-	links      map[netip.Addr]*tcpLink // under mu
+	links      map[netip.Addr]*tcpLink // the link in use per peer, under mu
+	allLinks   map[*tcpLink]bool       // every open link, with a reader; under mu
 	dialFailed map[netip.Addr]time.Time
 	closed     bool
 	shut       atomic.Bool // closed, for the receive goroutines
@@ -110,6 +111,7 @@ type wirePort struct {
 	gro            bool        // the kernel coalesces received datagrams
 	rxPkts, txPkts atomic.Uint64
 	udLost         atomic.Uint64 // UD datagrams missing in senders' PSN sequences
+	bufDrops       atomic.Uint64 // UDP: datagrams the kernel dropped, the receive buffer full
 	drops          [numDropReasons]atomic.Uint64
 }
 
@@ -162,7 +164,7 @@ func (w *wirePort) release() {
 // openWire opens the network port of an address: UDP port 4791 for RoCE
 // v2, else (transport=tcp, or auto with UDP 4791 taken) TCP port 4791.
 func openWire(h *host, cfg Config) (*wirePort, error) {
-	w := &wirePort{h: h, addr: cfg.Addr, links: map[netip.Addr]*tcpLink{}, dialFailed: map[netip.Addr]time.Time{}}
+	w := &wirePort{h: h, addr: cfg.Addr, links: map[netip.Addr]*tcpLink{}, allLinks: map[*tcpLink]bool{}, dialFailed: map[netip.Addr]time.Time{}}
 	if cfg.RoCE == 1 && cfg.Transport != TransportTCP {
 		err := w.openRaw(cfg)
 		if err == nil {
@@ -182,6 +184,7 @@ func openWire(h *host, cfg Config) (*wirePort, error) {
 			w.kind, w.udp = wireRoCE, u
 			w.gso.Store(true)
 			w.gro = unix.EnableUDPGRO(u)
+			unix.EnableDropCount(u)
 			w.wg.Add(1)
 			go w.readUDP()
 			return w, nil
@@ -210,8 +213,8 @@ func (w *wirePort) close() {
 	w.mu.Lock()
 	w.closed = true
 	w.shut.Store(true)
-	links := w.links
-	w.links = nil
+	links := w.allLinks
+	w.links, w.allLinks = nil, nil
 	w.mu.Unlock()
 	if w.udp != nil {
 		w.udp.Close()
@@ -222,7 +225,7 @@ func (w *wirePort) close() {
 	if w.ln != nil {
 		w.ln.Close()
 	}
-	for _, l := range links {
+	for l := range links {
 		l.c.Close()
 	}
 	w.wg.Wait()
@@ -236,6 +239,7 @@ func (w *wirePort) counters() map[string]uint64 {
 	for i := range w.drops {
 		m["drop_"+dropNames[i]] = w.drops[i].Load()
 	}
+	m["drop_receive_buffer"] = w.bufDrops.Load()
 	return m
 }
 
@@ -374,9 +378,12 @@ func (w *wirePort) readUDP() {
 			continue
 		}
 		from, port := src.Addr().Unmap(), src.Port()
-		seg := 0
-		if w.gro {
-			seg = unix.GROSize(oob[:oobn])
+		seg, kd, ok := unix.UDPControl(oob[:oobn])
+		if ok {
+			w.bufDrops.Store(uint64(kd))
+		}
+		if !w.gro {
+			seg = 0
 		}
 		if seg <= 0 || seg >= n {
 			w.input(from, port, buf[:n], 0)
@@ -453,6 +460,7 @@ func (w *wirePort) addLink(c *net.TCPConn) *tcpLink {
 	if old := w.links[peer]; old == nil {
 		w.links[peer] = l // else keep the link in use; read from both
 	}
+	w.allLinks[l] = true
 	w.wg.Add(1)
 	w.mu.Unlock()
 	go w.readTCP(peer, l)
@@ -467,6 +475,7 @@ func (w *wirePort) readTCP(peer netip.Addr, l *tcpLink) {
 		if w.links != nil && w.links[peer] == l {
 			delete(w.links, peer)
 		}
+		delete(w.allLinks, l)
 		w.mu.Unlock()
 	}()
 	var buf [frameMax]byte

@@ -5,6 +5,7 @@ package emu
 import (
 	"bytes"
 	"encoding/binary"
+	"net"
 	"net/netip"
 	"os"
 	"testing"
@@ -476,4 +477,53 @@ func TestWireLargeRead(t *testing.T) {
 			ra["rx_packets"], rb["rx_packets"], ra, rb)
 	}
 	read(8)
+}
+
+// TestWireTCPCloseAllLinks: closing a TCP port closes every link it reads
+// from, also a second link from a peer it already has one with (both ends
+// dialling at once), so that closing the device does not wait forever.
+func TestWireTCPCloseAllLinks(t *testing.T) {
+	addr := netip.AddrFrom4([4]byte{127, 0, 5, 70})
+	d, err := NewDevice("emu0", Config{Profile: ProfileUnrestricted, RoCE: 2, MTU: verbs.MTU1024, Addr: addr, Transport: TransportTCP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := d.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := ctx.(*devContext).wire
+	dialer := net.Dialer{Timeout: 5 * time.Second, LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(addr.Next(), 0))}
+	for range 2 {
+		c, err := dialer.Dial("tcp", netip.AddrPortFrom(addr, roce.Port).String())
+		if err != nil {
+			ctx.Close()
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		w.mu.Lock()
+		n := len(w.allLinks)
+		w.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			ctx.Close()
+			t.Fatalf("the port has %d links, want 2", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- ctx.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("closing the device did not return: a link's reader still runs")
+	}
 }

@@ -3,6 +3,7 @@
 package unix
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net"
 	"unsafe"
@@ -75,19 +76,47 @@ func PutUDPSegment(oob []byte, size uint16) []byte {
 	return oob[:UDPSegmentSpace]
 }
 
-// GROSize returns the segment size of a read that the kernel coalesced
-// (the UDP_GRO control message in oob), or 0.
-func GROSize(oob []byte) int {
-	for len(oob) >= unix.CmsgLen(0) {
-		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
-		l := int(h.Len)
-		if l < unix.CmsgLen(0) || l > len(oob) {
-			return 0
-		}
-		if h.Level == unix.IPPROTO_UDP && h.Type == unix.UDP_GRO && l >= unix.CmsgLen(4) {
-			return int(*(*int32)(unsafe.Pointer(&oob[unix.CmsgLen(0)])))
-		}
-		oob = oob[min(unix.CmsgSpace(l-unix.CmsgLen(0)), len(oob)):]
+// EnableDropCount asks the kernel to report, with each datagram read, how
+// many datagrams it has dropped for the socket so far: those that found its
+// receive buffer full (SO_RXQ_OVFL). It reports whether the kernel
+// accepted.
+func EnableDropCount(c *net.UDPConn) bool {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return false
 	}
-	return 0
+	ok := false
+	_ = rc.Control(func(fd uintptr) {
+		ok = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1) == nil
+	})
+	return ok
+}
+
+// UDPControl reads the control messages of a datagram read: the segment
+// size of a read the kernel coalesced (UDP_GRO; 0 if none), and the
+// socket's drop count when the kernel gave it (EnableDropCount; it gives
+// it only once non-zero). Malformed messages end the scan.
+func UDPControl(oob []byte) (seg int, drops uint32, haveDrops bool) {
+	const hdr = unix.SizeofCmsghdr // Len (a word), Level, Type (int32 each)
+	for len(oob) >= hdr {
+		var l uint64
+		if hdr == 16 {
+			l = binary.NativeEndian.Uint64(oob)
+		} else {
+			l = uint64(binary.NativeEndian.Uint32(oob))
+		}
+		if l < hdr || l > uint64(len(oob)) {
+			break
+		}
+		level, typ := int32(binary.NativeEndian.Uint32(oob[hdr-8:])), int32(binary.NativeEndian.Uint32(oob[hdr-4:]))
+		data := oob[unix.CmsgLen(0):l]
+		switch {
+		case level == unix.IPPROTO_UDP && typ == unix.UDP_GRO && len(data) >= 4:
+			seg = int(int32(binary.NativeEndian.Uint32(data)))
+		case level == unix.SOL_SOCKET && typ == unix.SO_RXQ_OVFL && len(data) >= 4:
+			drops, haveDrops = binary.NativeEndian.Uint32(data), true
+		}
+		oob = oob[min(unix.CmsgSpace(int(l)-unix.CmsgLen(0)), len(oob)):]
+	}
+	return seg, drops, haveDrops
 }
