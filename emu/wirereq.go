@@ -263,7 +263,7 @@ func (q *qp) wireTransmit() {
 	if !q.dsq.Valid(tail) {
 		return
 	}
-	sent := false
+	sent, idle := false, wq.outN == 0
 	for {
 		if !wq.txCur {
 			if wq.txHead == tail || wq.outN == len(wq.out) || psnDiff(wq.txPSN, wq.una) >= maxUnacked {
@@ -316,7 +316,10 @@ func (q *qp) wireTransmit() {
 		}
 	}
 	wq.port.flush(&wq.tb)
-	if sent && !wq.armed {
+	// The ACK timer runs from the oldest packet in flight: after an idle
+	// time, from now, not from a deadline set for packets acknowledged
+	// long ago (which would retransmit what was just sent).
+	if sent && (!wq.armed || idle) {
 		q.rearm()
 	}
 }
