@@ -82,7 +82,11 @@
 // fails saying so, and auto falls back to TCP).
 //
 // The port's receive goroutine executes requests under the QP's responder
-// lock and handles responses under its send lock.
+// lock and handles responses under its send lock. Over UDP, a thread that
+// finds a CQ empty (the POLL doorbell) reads and handles the datagrams
+// already queued itself, while a QP of the device uses the network: one
+// thread at a time, in arrival order, so that a thread spinning on a CQ
+// needs no other thread to wake up for its responses.
 //
 // # Semantics
 //

@@ -47,6 +47,9 @@ func (c *devContext) Write32(off, v uint32) {
 		switch {
 		case v&pvrdma.UARCQPoll != 0:
 			h.housekeeping()
+			if c.wire != nil {
+				c.wire.pollRx()
+			}
 		case v&pvrdma.UARCQArm != 0:
 			store(&ctx.notify, 1)
 		case v&pvrdma.UARCQArmSol != 0:

@@ -59,6 +59,8 @@ type qp struct {
 	// QP reaches its destination over the network (chosen at RTR).
 	wq  *wireQP
 	wrc bool
+	// netUser: the QP counts among its port's users (setNetUser).
+	netUser atomic.Bool
 }
 
 var _ verbs.QP = (*qp)(nil)
@@ -544,6 +546,7 @@ func (q *qp) reset() {
 		q.wq.rmu.Unlock()
 	}
 	q.setWRC(false)
+	q.setNetUser(false)
 	q.UnlockSend()
 	l := spinLock{&q.sh.rqLock}
 	l.lock(h)
@@ -582,6 +585,7 @@ func (q *qp) Close() error {
 	store(&q.sh.state, uint32(verbs.StateReset))
 	store(&q.sh.gen, q.gen.Load()+1)
 	q.UnlockSend()
+	q.setNetUser(false)
 	h.qps[q.idx].Store(nil)
 	if q.wq != nil {
 		// A packet for q found before the Store may still be handled.

@@ -107,8 +107,11 @@ type wirePort struct {
 	arpSent map[netip.Addr]time.Time
 	rxGRH   []byte // the GRH of the frame being handled (receive goroutine)
 
-	gso            atomic.Bool // UDP segmentation offload works
-	gro            bool        // the kernel coalesces received datagrams
+	rxMu           sync.Mutex        // held while a datagram is handled
+	users          atomic.Int32      // QPs that may use the port (qp.setNetUser)
+	rx             *unix.UDPReceiver // UDP: the socket's datagrams, to datagram
+	gso            atomic.Bool       // UDP segmentation offload works
+	gro            bool              // the kernel coalesces received datagrams
 	rxPkts, txPkts atomic.Uint64
 	udLost         atomic.Uint64 // UD datagrams missing in senders' PSN sequences
 	bufDrops       atomic.Uint64 // UDP: datagrams the kernel dropped, the receive buffer full
@@ -182,6 +185,10 @@ func openWire(h *host, cfg Config) (*wirePort, error) {
 				return nil, fmt.Errorf("udp %s: %w", u.LocalAddr(), err)
 			}
 			w.kind, w.udp = wireRoCE, u
+			if w.rx, err = unix.NewUDPReceiver(u, &w.rxMu, w.datagram); err != nil {
+				u.Close()
+				return nil, fmt.Errorf("udp %s: %w", u.LocalAddr(), err)
+			}
 			w.gso.Store(true)
 			w.gro = unix.EnableUDPGRO(u)
 			unix.EnableDropCount(u)
@@ -364,36 +371,48 @@ func (w *wirePort) sendTCP(dst netip.Addr, frames []byte, nseg int) {
 	}
 }
 
+// readUDP handles the datagrams that arrive while no thread polls the
+// port. Threads that poll a CQ of the device handle them too (pollRx); the
+// receiver hands over one datagram at a time, in the order they arrived.
 func (w *wirePort) readUDP() {
 	defer w.wg.Done()
-	buf := make([]byte, 1<<16)
-	var oob [64]byte
-	for {
-		n, oobn, _, src, err := w.udp.ReadMsgUDPAddrPort(buf, oob[:])
-		if err != nil {
+	for !w.isClosed() {
+		if err := w.rx.Serve(); err != nil {
 			if errors.Is(err, net.ErrClosed) || w.isClosed() {
 				return
 			}
-			time.Sleep(time.Millisecond) // an error of the moment (ENOBUFS)
-			continue
+			time.Sleep(time.Millisecond)
 		}
-		from, port := src.Addr().Unmap(), src.Port()
-		seg, kd, ok := unix.UDPControl(oob[:oobn])
-		if ok {
-			w.bufDrops.Store(uint64(kd))
-		}
-		if !w.gro {
-			seg = 0
-		}
-		if seg <= 0 || seg >= n {
-			w.input(from, port, buf[:n], 0)
-			continue
-		}
-		// Datagrams the kernel coalesced: most likely one batch of the
-		// sender, whose identifications count from 0.
-		for i, off := 0, 0; off < n; i, off = i+1, off+seg {
-			w.input(from, port, buf[off:min(off+seg, n)], uint16(i))
-		}
+	}
+}
+
+// pollRx handles what the socket holds, in the calling thread, unless
+// another thread is at it: a thread spinning on a CQ then needs no other
+// thread to wake up for the packets it waits for.
+func (w *wirePort) pollRx() {
+	if w.rx != nil && w.users.Load() > 0 && !w.shut.Load() {
+		w.rx.Poll(16)
+	}
+}
+
+// datagram handles one read of the UDP socket.
+func (w *wirePort) datagram(src netip.AddrPort, b, oob []byte) {
+	from, port := src.Addr().Unmap(), src.Port()
+	seg, kd, ok := unix.UDPControl(oob)
+	if ok {
+		w.bufDrops.Store(uint64(kd))
+	}
+	if !w.gro {
+		seg = 0
+	}
+	if seg <= 0 || seg >= len(b) {
+		w.input(from, port, b, 0)
+		return
+	}
+	// Datagrams the kernel coalesced: most likely one batch of the
+	// sender, whose identifications count from 0.
+	for i, off := 0, 0; off < len(b); i, off = i+1, off+seg {
+		w.input(from, port, b[off:min(off+seg, len(b))], uint16(i))
 	}
 }
 

@@ -527,3 +527,44 @@ func TestWireTCPCloseAllLinks(t *testing.T) {
 		t.Fatal("closing the device did not return: a link's reader still runs")
 	}
 }
+
+// TestWirePortUsers: a thread polling a CQ reads the port's socket only
+// while a QP may use the network: QPs on the memory-copy transport of a
+// device with an address leave the socket alone (an empty poll would
+// otherwise cost a system call).
+func TestWirePortUsers(t *testing.T) {
+	f := newWireFixture(t, 80)
+	wa, wb := f.port, f.b.ctx.(*devContext).wire
+	if wa.users.Load() != 1 || wb.users.Load() != 1 {
+		t.Errorf("RC QPs on the network: the ports count %d and %d users, want 1 each", wa.users.Load(), wb.users.Load())
+	}
+	if err := f.a.qp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if wa.users.Load() != 0 {
+		t.Errorf("after the QP's close the port counts %d users", wa.users.Load())
+	}
+
+	addr := netip.AddrFrom4([4]byte{127, 0, 5, 90})
+	d, err := NewDevice("emu0", Config{Profile: ProfileUnrestricted, RoCE: 2, MTU: verbs.MTU1024, Addr: addr, Transport: TransportAuto})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := d.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctx.Close() })
+	a, b := newEndpoint(t, ctx, 8192), newEndpoint(t, ctx, 8192)
+	t.Cleanup(b.close)
+	t.Cleanup(a.close)
+	if err := a.connect(b.info()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.connect(a.info()); err != nil {
+		t.Fatal(err)
+	}
+	if n := ctx.(*devContext).wire.users.Load(); n != 0 {
+		t.Errorf("QPs on the memory-copy transport: the port counts %d users, want 0", n)
+	}
+}

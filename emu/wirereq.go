@@ -752,6 +752,7 @@ func (q *qp) scatterLocal(w pvrdma.SendWQE, off uint64, b []byte) bool {
 // copy), else the device's network port.
 func (q *qp) chooseTransport() {
 	q.setWRC(false)
+	q.setNetUser(false)
 	port := q.c.wire
 	if port == nil {
 		return
@@ -760,6 +761,7 @@ func (q *qp) chooseTransport() {
 		q.wq.rmu.Lock()
 		q.wq.resetResp()
 		q.wq.rmu.Unlock()
+		q.setNetUser(true)
 		return
 	}
 	switch q.c.dev.cfg.Transport {
@@ -774,6 +776,20 @@ func (q *qp) chooseTransport() {
 	}
 	q.startWire(q.attr.AH.GRH.DGID)
 	q.setWRC(true)
+	q.setNetUser(true)
+}
+
+// setNetUser records whether q may use the network port (an RC or UC QP
+// on the network, or a UD QP of a device with a port): threads polling a
+// CQ read the port's socket only while some QP does.
+func (q *qp) setNetUser(v bool) {
+	if port := q.c.wire; port != nil && q.netUser.CompareAndSwap(!v, v) {
+		if v {
+			port.users.Add(1)
+		} else {
+			port.users.Add(-1)
+		}
+	}
 }
 
 // setWRC sets q.wrc, which the send lock (held) and the responder lock

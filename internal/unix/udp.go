@@ -6,6 +6,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"net/netip"
+	"sync"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -119,4 +122,103 @@ func UDPControl(oob []byte) (seg int, drops uint32, haveDrops bool) {
 		oob = oob[min(unix.CmsgSpace(int(l)-unix.CmsgLen(0)), len(oob)):]
 	}
 	return seg, drops, haveDrops
+}
+
+// DatagramReader reads datagrams from a socket without blocking and
+// without allocating: recvmsg(2) with MSG_DONTWAIT. Read must be called
+// where the descriptor is known to be open (inside syscall.RawConn's
+// Read or Control). A DatagramReader is not safe for concurrent use.
+type DatagramReader struct {
+	msg  unix.Msghdr
+	iov  unix.Iovec
+	name unix.RawSockaddrInet6
+}
+
+// Read reads one datagram into buf and its control messages into oob
+// (neither may be empty). It returns unix.EAGAIN when none is queued.
+func (r *DatagramReader) Read(fd uintptr, buf, oob []byte) (n, oobn int, from netip.AddrPort, err error) {
+	r.iov.Base = &buf[0]
+	r.iov.SetLen(len(buf))
+	r.msg.Name = (*byte)(unsafe.Pointer(&r.name))
+	r.msg.Namelen = unix.SizeofSockaddrInet6
+	r.msg.Iov = &r.iov
+	r.msg.SetIovlen(1)
+	r.msg.Control = &oob[0]
+	r.msg.SetControllen(len(oob))
+	r.msg.Flags = 0
+	k, _, e := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&r.msg)), unix.MSG_DONTWAIT)
+	if e != 0 {
+		return 0, 0, netip.AddrPort{}, e
+	}
+	switch r.name.Family {
+	case unix.AF_INET:
+		sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(&r.name))
+		p := (*[2]byte)(unsafe.Pointer(&sa.Port))
+		from = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(p[0])<<8|uint16(p[1]))
+	case unix.AF_INET6:
+		p := (*[2]byte)(unsafe.Pointer(&r.name.Port))
+		from = netip.AddrPortFrom(netip.AddrFrom16(r.name.Addr), uint16(p[0])<<8|uint16(p[1]))
+	}
+	return int(k), int(r.msg.Controllen), from, nil
+}
+
+// UDPReceiver hands the datagrams of a UDP socket to a handler, one at a
+// time, from a goroutine that waits for them (Serve) and from threads that
+// look for them as they go (Poll): mu, held while datagrams are read and
+// handled, keeps them in the order they arrived.
+type UDPReceiver struct {
+	rc      syscall.RawConn
+	mu      *sync.Mutex
+	handle  func(from netip.AddrPort, b, oob []byte)
+	rd      DatagramReader
+	buf     []byte
+	oob     [64]byte
+	limit   int
+	serveFn func(uintptr) bool
+	pollFn  func(uintptr)
+}
+
+// NewUDPReceiver returns a receiver of c's datagrams that calls handle
+// with each (the slices are reused after it returns).
+func NewUDPReceiver(c *net.UDPConn, mu *sync.Mutex, handle func(from netip.AddrPort, b, oob []byte)) (*UDPReceiver, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	r := &UDPReceiver{rc: rc, mu: mu, handle: handle, buf: make([]byte, 1<<16)}
+	r.serveFn = func(fd uintptr) bool {
+		r.mu.Lock()
+		r.drain(fd, 0)
+		r.mu.Unlock()
+		return false
+	}
+	r.pollFn = func(fd uintptr) { r.drain(fd, r.limit) }
+	return r, nil
+}
+
+// Serve handles datagrams as they arrive until the socket is closed; it
+// returns the error that ended the wait (net.ErrClosed once closed).
+func (r *UDPReceiver) Serve() error { return r.rc.Read(r.serveFn) }
+
+// Poll handles up to limit datagrams already queued, unless another
+// thread is handling datagrams. It allocates nothing.
+func (r *UDPReceiver) Poll(limit int) {
+	if !r.mu.TryLock() {
+		return
+	}
+	r.limit = limit
+	_ = r.rc.Control(r.pollFn)
+	r.mu.Unlock()
+}
+
+// drain reads and handles datagrams until none is queued, or limit of
+// them if limit > 0.
+func (r *UDPReceiver) drain(fd uintptr, limit int) {
+	for i := 0; limit <= 0 || i < limit; i++ {
+		n, oobn, from, err := r.rd.Read(fd, r.buf, r.oob[:])
+		if err != nil {
+			return // EAGAIN: none queued; else an error of the moment (ENOBUFS)
+		}
+		r.handle(from, r.buf[:n], r.oob[:oobn])
+	}
 }

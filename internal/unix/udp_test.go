@@ -4,8 +4,10 @@ package unix
 
 import (
 	"encoding/binary"
+	"errors"
 	"net"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -115,4 +117,77 @@ func FuzzUDPControl(f *testing.F) {
 	f.Fuzz(func(t *testing.T, oob []byte) {
 		UDPControl(oob)
 	})
+}
+
+// TestUDPReceiver: datagrams reach the handler once each, in order, with
+// their source, whether a polling thread or the serving goroutine reads
+// them; Poll allocates nothing.
+func TestUDPReceiver(t *testing.T) {
+	rc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := net.DialUDP("udp", nil, rc.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		rc.Close()
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	var mu sync.Mutex
+	var got []byte
+	var from netip.AddrPort
+	r, err := NewUDPReceiver(rc, &mu, func(src netip.AddrPort, b, _ []byte) {
+		got = append(got, b...)
+		from = src
+	})
+	if err != nil {
+		rc.Close()
+		t.Fatal(err)
+	}
+	const n = 200
+	for i := range n {
+		if _, err := sc.Write([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A polling thread: 16 at a time.
+	for range 5 {
+		r.Poll(16)
+	}
+	mu.Lock()
+	if len(got) != 5*16 {
+		t.Errorf("5 polls of 16 handled %d datagrams", len(got))
+	}
+	mu.Unlock()
+	if allocs := testing.AllocsPerRun(100, func() { r.Poll(1) }); allocs != 0 {
+		t.Errorf("Poll allocates %.1f times", allocs)
+	}
+	// The serving goroutine takes the rest.
+	served := make(chan error, 1)
+	go func() { served <- r.Serve() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		k := len(got)
+		mu.Unlock()
+		if k == n || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	rc.Close()
+	if err := <-served; !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Serve after close: %v, want net.ErrClosed", err)
+	}
+	for i, b := range got {
+		if b != byte(i) {
+			t.Fatalf("datagram %d is %d: not in order (%d handled)", i, b, len(got))
+		}
+	}
+	if len(got) != n {
+		t.Errorf("%d of %d datagrams handled", len(got), n)
+	}
+	if from != sc.LocalAddr().(*net.UDPAddr).AddrPort() {
+		t.Errorf("source %v, want %v", from, sc.LocalAddr())
+	}
 }
