@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/pvperf/pvperf/internal/unix"
-	"github.com/pvperf/pvperf/verbs"
 )
 
 // udpBlast sends n UDP datagrams of size bytes from one socket to another
@@ -80,20 +79,7 @@ func BenchmarkWireWriteBW(b *testing.B) {
 		b.Run(transport+"/size=65536", func(b *testing.B) {
 			addrA := netip.AddrFrom4([4]byte{127, 0, 3, byte(2 * i)})
 			addrB := addrA.Next()
-			open := func(a netip.Addr) verbs.Context {
-				d, err := NewDevice("emu0", Config{Profile: ProfileUnrestricted, RoCE: 2, MTU: verbs.MTU1024, Addr: a, Transport: transport})
-				if err != nil {
-					b.Fatal(err)
-				}
-				ctx, err := d.Open()
-				if err != nil {
-					b.Fatal(err)
-				}
-				return ctx
-			}
-			ca, cb := open(addrA), open(addrB)
-			defer ca.Close()
-			defer cb.Close()
+			ca, cb := openWireDevice(b, addrA, transport), openWireDevice(b, addrB, transport)
 			a, t := newEndpoint(b, ca, 1<<20), newEndpoint(b, cb, 1<<20)
 			defer a.close()
 			defer t.close()

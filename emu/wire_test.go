@@ -40,19 +40,7 @@ func newWireFixture(tb testing.TB, base byte) *wireFixture {
 	}
 	f := &wireFixture{addrA: addr, mrOff: 4096, mrLen: 8192, guardBytes: 0xA5}
 	f.addrB = f.addrA.Next()
-	open := func(a netip.Addr) verbs.Context {
-		d, err := NewDevice("emu0", Config{Profile: ProfileUnrestricted, RoCE: 2, MTU: verbs.MTU1024, Addr: a, Transport: TransportRoCE})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		ctx, err := d.Open()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(func() { ctx.Close() })
-		return ctx
-	}
-	ca, cb := open(f.addrA), open(f.addrB)
+	ca, cb := openWireDevice(tb, f.addrA, TransportRoCE), openWireDevice(tb, f.addrB, TransportRoCE)
 	f.a, f.b = newEndpoint(tb, ca, 16384), newEndpoint(tb, cb, 16384)
 	tb.Cleanup(f.b.close)
 	tb.Cleanup(f.a.close)
@@ -102,6 +90,22 @@ func (f *wireFixture) packet(p *roce.Packet, payload []byte) []byte {
 }
 
 func (f *wireFixture) drops() map[string]uint64 { return f.port.counters() }
+
+// openWireDevice opens an emulated device (RoCE v2, MTU 1024) with address
+// a on transport, closed when tb's test or benchmark run ends.
+func openWireDevice(tb testing.TB, a netip.Addr, transport string) verbs.Context {
+	tb.Helper()
+	d, err := NewDevice("emu0", Config{Profile: ProfileUnrestricted, RoCE: 2, MTU: verbs.MTU1024, Addr: a, Transport: transport})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, err := d.Open()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ctx.Close() })
+	return ctx
+}
 
 // TestWireUntrusted: packets from the network that are malformed, have a
 // wrong ICRC or P_Key, name no QP, come from the wrong address, or ask for
@@ -341,19 +345,7 @@ func runWireOps(t *testing.T, f *wireFixture) {
 // TestWireUDLoss: UD datagrams lost on the way are counted from the gaps
 // in the sender's PSNs, and the rest arrive.
 func TestWireUDLoss(t *testing.T) {
-	open := func(a netip.Addr) verbs.Context {
-		d, err := NewDevice("emu0", Config{Profile: ProfileUnrestricted, RoCE: 2, MTU: verbs.MTU1024, Addr: a, Transport: TransportRoCE})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, err := d.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ctx.Close() })
-		return ctx
-	}
-	ca, cb := open(netip.MustParseAddr("127.0.7.1")), open(netip.MustParseAddr("127.0.7.2"))
+	ca, cb := openWireDevice(t, netip.MustParseAddr("127.0.7.1"), TransportRoCE), openWireDevice(t, netip.MustParseAddr("127.0.7.2"), TransportRoCE)
 	p := verbstest.NewPair(t, ca, cb, verbs.UD, verbstest.DefaultConnParams())
 	n := 0
 	lose := func() int {
@@ -410,19 +402,7 @@ func TestWireUDLoss(t *testing.T) {
 func TestWireLargeRead(t *testing.T) {
 	const size = 2 << 20
 	addrA := netip.AddrFrom4([4]byte{127, 0, 5, 60})
-	open := func(a netip.Addr) verbs.Context {
-		d, err := NewDevice("emu0", Config{Profile: ProfileUnrestricted, RoCE: 2, MTU: verbs.MTU1024, Addr: a, Transport: TransportRoCE})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, err := d.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ctx.Close() })
-		return ctx
-	}
-	ca, cb := open(addrA), open(addrA.Next())
+	ca, cb := openWireDevice(t, addrA, TransportRoCE), openWireDevice(t, addrA.Next(), TransportRoCE)
 	a, b := newEndpoint(t, ca, size), newEndpoint(t, cb, 2*size)
 	t.Cleanup(b.close)
 	t.Cleanup(a.close)
@@ -545,16 +525,7 @@ func TestWirePortUsers(t *testing.T) {
 		t.Errorf("after the QP's close the port counts %d users", wa.users.Load())
 	}
 
-	addr := netip.AddrFrom4([4]byte{127, 0, 5, 90})
-	d, err := NewDevice("emu0", Config{Profile: ProfileUnrestricted, RoCE: 2, MTU: verbs.MTU1024, Addr: addr, Transport: TransportAuto})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, err := d.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ctx.Close() })
+	ctx := openWireDevice(t, netip.AddrFrom4([4]byte{127, 0, 5, 90}), TransportAuto)
 	a, b := newEndpoint(t, ctx, 8192), newEndpoint(t, ctx, 8192)
 	t.Cleanup(b.close)
 	t.Cleanup(a.close)

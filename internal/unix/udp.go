@@ -49,19 +49,9 @@ func PrepareRoCESocket(c *net.UDPConn, ipv6 bool, bufBytes int) error {
 }
 
 // EnableUDPGRO asks the kernel to coalesce consecutive datagrams of one
-// flow into one read (UDP_GRO); ReadGRO then reports the segment size. It
+// flow into one read (UDP_GRO); UDPControl then reports the segment size. It
 // reports whether the kernel accepted.
-func EnableUDPGRO(c *net.UDPConn) bool {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return false
-	}
-	ok := false
-	_ = rc.Control(func(fd uintptr) {
-		ok = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, 1) == nil
-	})
-	return ok
-}
+func EnableUDPGRO(c *net.UDPConn) bool { return setOption(c, unix.IPPROTO_UDP, unix.UDP_GRO) }
 
 // UDPSegmentSpace is the room the control message of PutUDPSegment takes.
 var UDPSegmentSpace = unix.CmsgSpace(2)
@@ -84,13 +74,19 @@ func PutUDPSegment(oob []byte, size uint16) []byte {
 // receive buffer full (SO_RXQ_OVFL). It reports whether the kernel
 // accepted.
 func EnableDropCount(c *net.UDPConn) bool {
+	return setOption(c, unix.SOL_SOCKET, unix.SO_RXQ_OVFL)
+}
+
+// setOption sets the integer socket option opt of level to 1 and reports
+// whether the kernel accepted.
+func setOption(c *net.UDPConn, level, opt int) bool {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return false
 	}
 	ok := false
 	_ = rc.Control(func(fd uintptr) {
-		ok = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1) == nil
+		ok = unix.SetsockoptInt(int(fd), level, opt, 1) == nil
 	})
 	return ok
 }
