@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,10 +33,18 @@ func TestRepeatTwoProcesses(t *testing.T) {
 			t.Fatalf("%v: exit %d %v\n%s%s", p.cmd.Args, code, err, p.stdout.String(), p.stderr.String())
 		}
 	}
-	if !strings.Contains(cli.stdout.String(), " 5 runs: ") || !strings.Contains(cli.stdout.String(), "±99% of the median, reached") {
-		t.Errorf("client:\n%s", cli.stdout.String())
+	// At least 5 runs, and fewer than the 12 allowed: the target is met
+	// early (at 5 runs unless the machine is very noisy), and the client's
+	// empty connection ends the server's series at the same count.
+	m := regexp.MustCompile(` (\d+) runs: `).FindStringSubmatch(cli.stdout.String())
+	n := 0
+	if m != nil {
+		n, _ = strconv.Atoi(m[1])
 	}
-	if !strings.Contains(srv.stdout.String(), " 5 runs: ") {
-		t.Errorf("server:\n%s", srv.stdout.String())
+	if n < 5 || n >= 12 || !strings.Contains(cli.stdout.String(), "±99% of the median, reached") {
+		t.Errorf("client: %d runs, want 5 to 11 with the target reached:\n%s", n, cli.stdout.String())
+	}
+	if !strings.Contains(srv.stdout.String(), fmt.Sprintf(" %d runs: ", n)) {
+		t.Errorf("server: not the client's %d runs:\n%s", n, srv.stdout.String())
 	}
 }
