@@ -37,6 +37,7 @@ type Context struct {
 	ranges   atomic.Pointer[[][]byte] // the memories, for resolve
 	objs     map[uint64]any           // user handle -> *CQ, QP or SRQ, for events
 	next     uint64                   // last user handle given
+	db       slab                     // rxe QPs' doorbell commands
 
 	// noGIDIoctl is set once the kernel turned down the GID table ioctl
 	// (older than 5.10): GIDTable reads sysfs from then on.
@@ -103,7 +104,8 @@ func providerFor(d *Device) (provider, error) {
 // newContext creates the user context on k (GET_CONTEXT), which it owns
 // from then on, even on failure.
 func newContext(d *Device, k kernel, prov provider) (*Context, error) {
-	c := &Context{dev: d, k: k, prov: prov, memories: map[*memory]struct{}{}, objs: map[uint64]any{}}
+	c := &Context{dev: d, k: k, prov: prov, memories: map[*memory]struct{}{}, objs: map[uint64]any{},
+		db: slab{size: rxeDoorbellSize}}
 	var err error
 	if c.cmd, err = newCmdBuf(k); err != nil {
 		_ = k.close()
@@ -136,6 +138,7 @@ func (c *Context) release() {
 	if c.cmd != nil {
 		_ = c.cmd.close()
 	}
+	_ = c.db.release()
 	_ = c.k.close()
 }
 

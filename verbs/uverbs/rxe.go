@@ -61,14 +61,18 @@ const (
 )
 
 const (
-	rxeSGESize     = 16
-	rxeWCSize      = 48  // ib_uverbs_wc
-	mminfoSize     = 16  // offset u64, size u32, pad u32
-	postSendWQE    = 128 // wqe_size of the doorbell: sizeof(struct ibv_send_wr)
-	rxeMaxInline   = 512 // RXE_MAX_INLINE_DATA
-	dbRequestSize  = cmdHdrSize + 24
-	notifyCmdSize  = cmdHdrSize + 8
-	rxeAHRespBytes = 8 // rxe_create_ah_resp: ah_num, reserved
+	rxeSGESize    = 16
+	rxeWCSize     = 48  // ib_uverbs_wc
+	mminfoSize    = 16  // offset u64, size u32, pad u32
+	postSendWQE   = 128 // wqe_size of the doorbell: sizeof(struct ibv_send_wr)
+	rxeMaxInline  = 512 // RXE_MAX_INLINE_DATA
+	dbRequestSize = cmdHdrSize + 24
+	// rxeDoorbellSize is a QP's piece of the context's slab: the
+	// doorbell command and its 4-byte response, rounded up to a cache
+	// line.
+	rxeDoorbellSize = 64
+	notifyCmdSize   = cmdHdrSize + 8
+	rxeAHRespBytes  = 8 // rxe_create_ah_resp: ah_num, reserved
 )
 
 type rxe struct{}
@@ -308,7 +312,7 @@ func (rxe) createQP(pd *PD, init verbs.QPInit) (verbs.QP, error) {
 			return fail(err)
 		}
 	}
-	if q.db, err = mmapAnon(dbRequestSize + 8); err != nil {
+	if q.db, err = c.db.alloc(); err != nil {
 		return fail(err)
 	}
 	binary.LittleEndian.PutUint32(q.db[0:], cmdPostSend)
@@ -330,7 +334,8 @@ func (q *rxeQP) unmap() {
 		_ = q.rq.unmap()
 	}
 	if q.db != nil {
-		_ = munmap(q.db)
+		q.res.db.put(q.db)
+		q.db = nil
 	}
 }
 
