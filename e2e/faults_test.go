@@ -199,3 +199,29 @@ func TestUnreachableServer(t *testing.T) {
 		t.Errorf("stderr %q, want perftest's \"Couldn't connect to 10.99.0.2:18515\" and the reason", p.stderr.String())
 	}
 }
+
+// TestTerminated sends SIGTERM to a server waiting for its client, as a
+// job scheduler or timeout(1) does: it ends at once with status 1 and a
+// message, not at the end of its wait.
+func TestTerminated(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"write_bw", nil},
+		{"send_lat", nil},
+		{"cm_setup", []string{"-d", "emu0"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			port := strconv.Itoa(freePort(t))
+			p := start(t, ctx, c.name, append(append([]string(nil), c.args...), "-p", port)...)
+			waitListening(t, ctx, p, port)
+			began := time.Now()
+			signal(t, p, "TERM")
+			ends(t, p, began, time.Second)
+		})
+	}
+}

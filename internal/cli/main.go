@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"runtime"
 
 	"github.com/pvperf/pvperf/bench"
 	"github.com/pvperf/pvperf/devices"
-	"github.com/pvperf/pvperf/internal/unix"
+	"github.com/pvperf/pvperf/internal/interrupt"
 	"github.com/pvperf/pvperf/reports"
 	"github.com/pvperf/pvperf/verbs"
 )
@@ -27,11 +25,11 @@ var Version = "devel"
 // options, chooses the device and runs the benchmark. It returns the exit
 // status: 0 on success, 1 on any error, and 1 after -h and -V as perftest.
 // The first interrupt (Ctrl-C) or SIGTERM cancels the run's context, so the
-// run ends with a message; a second one kills the process.
+// run ends with a message; a second one kills the process, and so does the
+// end of interrupt.Grace (exit status 1) if the run is still not done.
 func Main(test string, args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, unix.SIGTERM)
+	ctx, stop := interrupt.Context(test, interrupt.Grace, stderr)
 	defer stop()
-	context.AfterFunc(ctx, stop)
 	return MainContext(ctx, test, args, stdout, stderr)
 }
 

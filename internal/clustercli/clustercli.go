@@ -13,7 +13,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"time"
@@ -23,7 +22,7 @@ import (
 	"github.com/pvperf/pvperf/bench"
 	"github.com/pvperf/pvperf/cluster"
 	"github.com/pvperf/pvperf/internal/cli"
-	"github.com/pvperf/pvperf/internal/unix"
+	"github.com/pvperf/pvperf/internal/interrupt"
 	"github.com/pvperf/pvperf/launch"
 	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/reports"
@@ -89,7 +88,7 @@ func MainEnv(args []string, getenv func(string) (string, bool), stdout, stderr i
 	if !ok {
 		return code
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, unix.SIGTERM)
+	ctx, stop := interrupt.Context("pvperf cluster", interrupt.Grace, stderr)
 	defer stop()
 	code, err := run(ctx, o, getenv, stdout, stderr)
 	if err != nil {

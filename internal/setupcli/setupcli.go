@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/signal"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -22,7 +21,7 @@ import (
 	"github.com/pvperf/pvperf/cmbench"
 	"github.com/pvperf/pvperf/devices"
 	"github.com/pvperf/pvperf/internal/cli"
-	"github.com/pvperf/pvperf/internal/unix"
+	"github.com/pvperf/pvperf/internal/interrupt"
 )
 
 // Name is the command's name.
@@ -72,7 +71,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, unix.SIGTERM)
+	ctx, stop := interrupt.Context(Name, interrupt.Grace, stderr)
 	defer stop()
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)

@@ -9,9 +9,8 @@ import (
 	"log"
 	"net"
 	"os"
-	"os/signal"
 
-	"github.com/pvperf/pvperf/internal/unix"
+	"github.com/pvperf/pvperf/internal/interrupt"
 )
 
 func main() {
@@ -27,7 +26,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: madmux -socket PATH [-netdev IFACE -ibdev DEV] [-ip PATH]")
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, unix.SIGTERM)
+	ctx, stop := interrupt.Context("madmux", interrupt.Grace, os.Stderr)
 	defer stop()
 	if err := run(ctx, cfg); err != nil {
 		log.Print(err)

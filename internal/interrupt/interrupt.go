@@ -1,0 +1,60 @@
+package interrupt
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"time"
+
+	"github.com/pvperf/pvperf/internal/unix"
+)
+
+// Grace is how long a command may take to end after the first signal
+// before Context's goroutine ends the process: the run's own waits for a
+// peer are bounded, so a longer cleanup is a hang.
+const Grace = 10 * time.Second
+
+// ExitStatus is the process's exit status when the grace period is over.
+const ExitStatus = 1
+
+// Context returns a context cancelled by the first interrupt or SIGTERM.
+// After that signal the default action of both is restored, so a second
+// one kills the process at once; and if stop has not been called within
+// grace, a line naming the command goes to stderr and the process exits
+// with ExitStatus. stop releases the signals and the goroutine.
+func Context(name string, grace time.Duration, stderr io.Writer) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, unix.SIGTERM)
+	done := make(chan struct{})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			signal.Stop(sig)
+			close(done)
+			cancel()
+		})
+	}
+	go func() {
+		var s os.Signal
+		select {
+		case s = <-sig:
+		case <-done:
+			return
+		}
+		signal.Stop(sig)
+		cancel()
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			fmt.Fprintf(stderr, "%s: not done %v after the signal (%v); exiting\n", name, grace, s)
+			os.Exit(ExitStatus)
+		}
+	}()
+	return ctx, stop
+}
