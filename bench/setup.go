@@ -79,7 +79,7 @@ func (s *session) connect(ctx context.Context) error {
 		for deadline := time.Now().Add(cfg.PeerTimeout); s.redial && errors.Is(err, oob.ErrConnect) && time.Now().Before(deadline); {
 			select {
 			case <-ctx.Done():
-				return fail(ctx.Err(), " "+ctx.Err().Error()+"\n", " Unable to init the socket connection\n")
+				return fail(context.Cause(ctx), " "+context.Cause(ctx).Error()+"\n", " Unable to init the socket connection\n")
 			case <-time.After(20 * time.Millisecond):
 			}
 			s.conn, err = oob.Dial(ctx, cfg.Server, addr, occfg)
@@ -92,7 +92,7 @@ func (s *session) connect(ctx context.Context) error {
 		}
 		// perftest's message does not say why; pvperf adds the reason.
 		var ne *oob.NetError
-		if errors.As(err, &ne) && ne.Kind == oob.ErrConnect && ne.Reason() != "" {
+		if errors.As(err, &ne) && (ne.Kind == oob.ErrConnect || ne.Kind == oob.ErrAccept) && ne.Reason() != "" {
 			msg += " (" + ne.Reason() + ")\n"
 		}
 		return fail(err, msg, " Unable to init the socket connection\n")

@@ -202,7 +202,7 @@ func TestUnreachableServer(t *testing.T) {
 
 // TestTerminated sends SIGTERM to a server waiting for its client, as a
 // job scheduler or timeout(1) does: it ends at once with status 1 and a
-// message, not at the end of its wait.
+// message that says why, not at the end of its wait.
 func TestTerminated(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -222,6 +222,9 @@ func TestTerminated(t *testing.T) {
 			began := time.Now()
 			signal(t, p, "TERM")
 			ends(t, p, began, time.Second)
+			if !strings.Contains(p.stderr.String(), "interrupted by SIGTERM") {
+				t.Errorf("stderr %q does not say \"interrupted by SIGTERM\"", p.stderr.String())
+			}
 		})
 	}
 }

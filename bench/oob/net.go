@@ -124,7 +124,7 @@ func (l *Listener) Close() error {
 
 // Accept waits for one client, closes the listener (whether or not a client
 // came) and returns a server Conn configured by cfg. Only ctx limits the
-// wait. Failures are *NetError values wrapping ErrAccept (and ctx.Err()
+// wait. Failures are *NetError values wrapping ErrAccept (and ctx's cause
 // when ctx ended the wait).
 func (l *Listener) Accept(ctx context.Context, cfg Config) (*Conn, error) {
 	defer l.Close()
@@ -133,7 +133,8 @@ func (l *Listener) Accept(ctx context.Context, cfg Config) (*Conn, error) {
 	nc, err := l.ln.Accept()
 	if err != nil {
 		if ctx.Err() != nil {
-			err = errors.Join(ctx.Err(), err)
+			// The listener closed because ctx ended: that is the reason.
+			err = context.Cause(ctx)
 		}
 		return nil, &NetError{Op: "accept", Kind: ErrAccept, Port: l.Addr().Port, IPv6: l.addr.IPv6, Err: err}
 	}

@@ -2,6 +2,7 @@ package interrupt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,13 +21,39 @@ const Grace = 10 * time.Second
 // ExitStatus is the process's exit status when the grace period is over.
 const ExitStatus = 1
 
-// Context returns a context cancelled by the first interrupt or SIGTERM.
+// ErrInterrupted is what the cause (context.Cause) of a context that a
+// signal cancelled wraps; the messages of what the signal ended say
+// "interrupted by SIGTERM" rather than "context canceled". The cause is
+// also context.Canceled for errors.Is, as a cancellation without a cause.
+var ErrInterrupted = errors.New("interrupted")
+
+// interrupted is the cause of a context a signal cancelled.
+type interrupted struct{ sig os.Signal }
+
+func (e interrupted) Error() string {
+	name := e.sig.String()
+	switch e.sig {
+	case os.Interrupt:
+		name = "SIGINT"
+	case unix.SIGTERM:
+		name = "SIGTERM"
+	}
+	return fmt.Sprintf("%v by %s", ErrInterrupted, name)
+}
+
+func (e interrupted) Is(target error) bool {
+	return target == ErrInterrupted || target == context.Canceled
+}
+
+// Context returns a context cancelled by the first interrupt or SIGTERM,
+// with a cause wrapping ErrInterrupted that names the signal.
 // After that signal the default action of both is restored, so a second
 // one kills the process at once; and if stop has not been called within
 // grace, a line naming the command goes to stderr and the process exits
 // with ExitStatus. stop releases the signals and the goroutine.
 func Context(name string, grace time.Duration, stderr io.Writer) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancelCause := context.WithCancelCause(context.Background())
+	cancel := func() { cancelCause(nil) }
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, unix.SIGTERM)
 	done := make(chan struct{})
@@ -46,7 +73,7 @@ func Context(name string, grace time.Duration, stderr io.Writer) (ctx context.Co
 			return
 		}
 		signal.Stop(sig)
-		cancel()
+		cancelCause(interrupted{s})
 		t := time.NewTimer(grace)
 		defer t.Stop()
 		select {

@@ -2,6 +2,8 @@ package interrupt
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -116,5 +118,15 @@ func TestStopWithoutSignal(t *testing.T) {
 	stop()
 	if ctx.Err() == nil {
 		t.Fatal("context not cancelled by stop")
+	}
+}
+
+func TestCause(t *testing.T) {
+	err := error(interrupted{unix.SIGTERM})
+	if err.Error() != "interrupted by SIGTERM" {
+		t.Errorf("message %q", err)
+	}
+	if !errors.Is(err, ErrInterrupted) || !errors.Is(err, context.Canceled) {
+		t.Error("the cause is not ErrInterrupted and context.Canceled for errors.Is")
 	}
 }
