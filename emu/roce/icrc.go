@@ -5,6 +5,7 @@ import (
 	"hash/crc32"
 	"math/bits"
 	"net/netip"
+	"sync/atomic"
 )
 
 // Flow is what the ICRC covers of a packet's IP and UDP headers: the
@@ -176,7 +177,7 @@ func CheckICRCAnyID(f Flow, pkt []byte) (id uint16, ok bool) {
 	// Undo the zero bytes that follow the ID in the covered data: the
 	// rest of the IPv4 header (14 bytes), the UDP header (8) and pkt
 	// without its ICRC.
-	d = mulmod(d, xpowInv8(len(pkt)+18))
+	d = mulmod(d, xpowInv8Cached(len(pkt)+18))
 	for d != 0 {
 		top := 31 - bits.LeadingZeros32(d)
 		if idPivot[top] == 0 {
@@ -228,6 +229,24 @@ func xpowInv8(n int) uint32 {
 		e >>= 1
 	}
 	return r
+}
+
+// xpowInv8Table caches xpowInv8(n) for the lengths packets have (a
+// handful in a run: the MTU-sized ones and the last of each message),
+// filled as they come; 0 is "not yet" (no power of x is 0).
+var xpowInv8Table [1 << 14]atomic.Uint32
+
+// xpowInv8Cached is xpowInv8(n), from xpowInv8Table when n fits it.
+func xpowInv8Cached(n int) uint32 {
+	if n < 0 || n >= len(xpowInv8Table) {
+		return xpowInv8(n)
+	}
+	v := xpowInv8Table[n].Load()
+	if v == 0 {
+		v = xpowInv8(n)
+		xpowInv8Table[n].Store(v)
+	}
+	return v
 }
 
 // idPivot and idComb are the row-reduced contributions of the 16 ID bits to
