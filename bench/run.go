@@ -65,6 +65,7 @@ func runOnce(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.W
 // the loopback interface, and the client here; the client's output is the
 // run's output.
 func runLoopback(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Writer, adjust func(*session)) (*session, error) {
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	scfg := cfg
@@ -102,7 +103,9 @@ func runLoopback(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 	err := cli.run(ctx)
 	if err != nil {
 		cancel()
-		if serr := <-srvErr; serr != nil && !errors.Is(serr, context.Canceled) {
+		// When the caller's context ended the run (an interrupt), the
+		// server's failure is the echo of the client's.
+		if serr := <-srvErr; serr != nil && !errors.Is(serr, context.Canceled) && parent.Err() == nil {
 			return cli, &failure{msg: PerftestMessage(err) + " (server side: " + strings.TrimSpace(PerftestMessage(serr)) + ")\n", err: err}
 		}
 		return cli, err

@@ -228,3 +228,25 @@ func TestTerminated(t *testing.T) {
 		})
 	}
 }
+
+// TestInterruptedLoopback interrupts (SIGINT, as Ctrl-C) each test in the
+// middle of a long --loopback run: it ends at once with status 1 and says
+// it was interrupted, without the server side's echo of it. A latency loop
+// whose completions come at once (read_lat, atomic_lat) must notice too.
+func TestInterruptedLoopback(t *testing.T) {
+	for _, test := range []string{"write_bw", "read_bw", "send_bw", "atomic_bw", "write_lat", "read_lat", "send_lat", "atomic_lat"} {
+		t.Run(test, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			p := start(t, ctx, test, "--loopback", "-n", "1000000000")
+			time.Sleep(time.Second)
+			began := time.Now()
+			signal(t, p, "INT")
+			ends(t, p, began, time.Second)
+			if e := p.stderr.String(); !strings.Contains(e, "interrupted by SIGINT") || strings.Contains(e, "server side") {
+				t.Errorf("stderr %q, want \"interrupted by SIGINT\" alone", e)
+			}
+		})
+	}
+}

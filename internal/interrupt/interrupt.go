@@ -30,15 +30,17 @@ var ErrInterrupted = errors.New("interrupted")
 // interrupted is the cause of a context a signal cancelled.
 type interrupted struct{ sig os.Signal }
 
-func (e interrupted) Error() string {
-	name := e.sig.String()
-	switch e.sig {
+func (e interrupted) Error() string { return fmt.Sprintf("%v by %s", ErrInterrupted, name(e.sig)) }
+
+// name is the signal's name: SIGINT, SIGTERM.
+func name(s os.Signal) string {
+	switch s {
 	case os.Interrupt:
-		name = "SIGINT"
+		return "SIGINT"
 	case unix.SIGTERM:
-		name = "SIGTERM"
+		return "SIGTERM"
 	}
-	return fmt.Sprintf("%v by %s", ErrInterrupted, name)
+	return s.String()
 }
 
 func (e interrupted) Is(target error) bool {
@@ -51,7 +53,7 @@ func (e interrupted) Is(target error) bool {
 // one kills the process at once; and if stop has not been called within
 // grace, a line naming the command goes to stderr and the process exits
 // with ExitStatus. stop releases the signals and the goroutine.
-func Context(name string, grace time.Duration, stderr io.Writer) (ctx context.Context, stop func()) {
+func Context(cmd string, grace time.Duration, stderr io.Writer) (ctx context.Context, stop func()) {
 	ctx, cancelCause := context.WithCancelCause(context.Background())
 	cancel := func() { cancelCause(nil) }
 	sig := make(chan os.Signal, 1)
@@ -79,7 +81,7 @@ func Context(name string, grace time.Duration, stderr io.Writer) (ctx context.Co
 		select {
 		case <-done:
 		case <-t.C:
-			fmt.Fprintf(stderr, "%s: not done %v after the signal (%v); exiting\n", name, grace, s)
+			fmt.Fprintf(stderr, "%s: not done %v after %s; exiting\n", cmd, grace, name(s))
 			os.Exit(ExitStatus)
 		}
 	}()

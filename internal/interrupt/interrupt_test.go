@@ -86,7 +86,7 @@ func TestHangEndsAfterGrace(t *testing.T) {
 	if !ok || ee.ExitCode() != ExitStatus {
 		t.Fatalf("exit: %v, want status %d", err, ExitStatus)
 	}
-	if !strings.Contains(stderr, "hanger: not done 500ms after the signal (terminated); exiting") {
+	if !strings.Contains(stderr, "hanger: not done 500ms after SIGTERM; exiting") {
 		t.Errorf("stderr %q", stderr)
 	}
 	if took < 500*time.Millisecond {
