@@ -128,6 +128,15 @@ func (s *session) run(ctx context.Context) (err error) {
 	}
 	outer := ctx
 	defer func() {
+		// When the caller's context ended the run (an interrupt), that
+		// is the reason, whatever wait it cut short.
+		if err != nil && outer.Err() != nil {
+			if cause := context.Cause(outer); !errors.Is(err, cause) {
+				err = cause
+			}
+		}
+	}()
+	defer func() {
 		s.waitDestroy(outer)
 		s.closeCM()
 		if cerr := s.ep.close(); cerr != nil && err == nil {
@@ -143,6 +152,9 @@ func (s *session) run(ctx context.Context) (err error) {
 		return err
 	}
 	defer s.conn.Close()
+	// The exchanges wait for the peer with the peer timeout and know
+	// nothing of ctx: closing the connection ends them when ctx ends.
+	defer context.AfterFunc(outer, func() { _ = s.conn.Close() })()
 	if cfg.CPUUtil && !cfg.CMExchange && !cfg.RdmaCM {
 		s.conn.KeepOpen()
 	}

@@ -250,3 +250,37 @@ func TestInterruptedLoopback(t *testing.T) {
 		})
 	}
 }
+
+// TestInterruptedPair interrupts one side of a two-process run in the
+// middle of the test. The interrupted side ends at once with status 1 and
+// says so, even a server that only waits for its client's end-of-test
+// message (RDMA WRITE and READ tests); the other side ends with status 1
+// and its own reason, within the bound of losing its peer.
+func TestInterruptedPair(t *testing.T) {
+	for _, c := range []struct{ test, victim string }{
+		{"write_bw", "server"}, {"read_lat", "server"}, {"send_bw", "server"},
+		{"write_bw", "client"}, {"send_lat", "client"},
+	} {
+		t.Run(c.test+"/"+c.victim, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			port := strconv.Itoa(freePort(t))
+			server := start(t, ctx, c.test, "-p", port, "-n", "1000000000")
+			waitListening(t, ctx, server, port)
+			client := start(t, ctx, c.test, "-p", port, "-n", "1000000000", "127.0.0.1")
+			time.Sleep(time.Second)
+			victim, other := server, client
+			if c.victim == "client" {
+				victim, other = client, server
+			}
+			began := time.Now()
+			signal(t, victim, "INT")
+			ends(t, victim, began, time.Second)
+			if e := victim.stderr.String(); !strings.Contains(e, "interrupted by SIGINT") {
+				t.Errorf("%s's stderr %q, want \"interrupted by SIGINT\"", c.victim, e)
+			}
+			ends(t, other, began, bench.StallTimeout)
+		})
+	}
+}
