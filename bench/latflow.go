@@ -128,10 +128,14 @@ func (s *session) runReadAtomicLat(ctx context.Context) error {
 		return err
 	}
 	if s.server {
+		// The client runs the test; wait for its end, watching for
+		// its loss.
 		s.conn.SetTimeout(oob.NoTimeout)
+		stop := s.watchPeer(ctx)
 		err := s.closeConn()
+		stop()
 		if err != nil {
-			return err
+			return s.peerErr(ctx, err)
 		}
 		s.resultLine()
 		return nil

@@ -152,14 +152,16 @@ func (s *session) run(ctx context.Context) (err error) {
 		return err
 	}
 	defer s.conn.Close()
-	// The exchanges wait for the peer with the peer timeout and know
-	// nothing of ctx: closing the connection ends them when ctx ends.
-	defer context.AfterFunc(outer, func() { _ = s.conn.Close() })()
 	if cfg.CPUUtil && !cfg.CMExchange && !cfg.RdmaCM {
 		s.conn.KeepOpen()
 	}
 	ctx, s.cancel = context.WithCancelCause(ctx)
 	defer s.cancel(nil)
+	// The exchanges wait for the peer with the peer timeout, or none
+	// while the peer runs its test, and know nothing of ctx: closing the
+	// connection ends them when ctx ends (an interrupt, or the peer lost:
+	// over rdma_cm, only the connection manager tells that).
+	defer context.AfterFunc(ctx, func() { _ = s.conn.Close() })()
 
 	if err := s.exchangeSetup(); err != nil {
 		return err

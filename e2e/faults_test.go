@@ -257,18 +257,26 @@ func TestInterruptedLoopback(t *testing.T) {
 // message (RDMA WRITE and READ tests); the other side ends with status 1
 // and its own reason, within the bound of losing its peer.
 func TestInterruptedPair(t *testing.T) {
-	for _, c := range []struct{ test, victim string }{
-		{"write_bw", "server"}, {"read_lat", "server"}, {"send_bw", "server"},
-		{"write_bw", "client"}, {"send_lat", "client"},
+	for _, c := range []struct {
+		test, victim string
+		args         []string
+	}{
+		{"write_bw", "server", nil}, {"read_lat", "server", nil}, {"send_bw", "server", nil},
+		{"write_bw", "client", nil}, {"send_lat", "client", nil},
+		// Over rdma_cm the messages go through the QPs: only the
+		// connection manager tells the server its client is gone.
+		{"write_bw", "client", []string{"-R"}}, {"read_lat", "client", []string{"-R"}},
+		{"write_bw", "server", []string{"-R"}},
 	} {
-		t.Run(c.test+"/"+c.victim, func(t *testing.T) {
+		t.Run(strings.Join(append([]string{c.test}, c.args...), "_")+"/"+c.victim, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			port := strconv.Itoa(freePort(t))
-			server := start(t, ctx, c.test, "-p", port, "-n", "1000000000")
+			args := append([]string{"-p", port, "-n", "1000000000"}, c.args...)
+			server := start(t, ctx, c.test, args...)
 			waitListening(t, ctx, server, port)
-			client := start(t, ctx, c.test, "-p", port, "-n", "1000000000", "127.0.0.1")
+			client := start(t, ctx, c.test, append(args, "127.0.0.1")...)
 			time.Sleep(time.Second)
 			victim, other := server, client
 			if c.victim == "client" {
