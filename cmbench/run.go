@@ -161,6 +161,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	} else {
 		err = r.client(ctx)
 	}
+	if err != nil && ctx.Err() != nil {
+		// The caller's context ended the run (an interrupt): that is the
+		// reason, not the echo of it in every connection.
+		return nil, context.Cause(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}

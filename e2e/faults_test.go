@@ -292,3 +292,41 @@ func TestInterruptedPair(t *testing.T) {
 		})
 	}
 }
+
+// TestInterruptedCMSetup interrupts a cm_setup client whose connections
+// wait for a server that accepts the connection manager's TCP connections
+// and never answers: one line says it was interrupted (not one per
+// connection), status 1, at once.
+func TestInterruptedCMSetup(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	p := start(t, ctx, "cm_setup", "-d", "emu0", "-c", "50", "-p", port, "127.0.0.1")
+	time.Sleep(time.Second)
+	began := time.Now()
+	signal(t, p, "INT")
+	ends(t, p, began, time.Second)
+	if e := p.stderr.String(); e != "cm_setup: interrupted by SIGINT\n" {
+		t.Errorf("stderr %q, want \"cm_setup: interrupted by SIGINT\" alone", e)
+	}
+}
