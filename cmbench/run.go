@@ -107,31 +107,6 @@ type run struct {
 	// creation (client) or request (server) to the last establishment.
 	first, last time.Time
 	mu          sync.Mutex
-	// work feeds each connection's worker: a goroutine per connection
-	// for the whole run, not one per connection and phase, whose stack
-	// grows once (growing it again in each phase cost more CPU than the
-	// kernel's work on an emulated CPU).
-	work []chan func()
-}
-
-// startWorkers starts a worker per connection; stopWorkers ends them.
-func (r *run) startWorkers(n int) {
-	r.work = make([]chan func(), n)
-	for i := range r.work {
-		ch := make(chan func(), 1)
-		r.work[i] = ch
-		go func() {
-			for f := range ch {
-				f()
-			}
-		}()
-	}
-}
-
-func (r *run) stopWorkers() {
-	for _, ch := range r.work {
-		close(ch)
-	}
 }
 
 // Run runs one side of the benchmark and returns its measurements. On an
@@ -154,8 +129,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer r.cq.Close()
 	defer r.cleanup()
-	r.startWorkers(cfg.Conns)
-	defer r.stopWorkers()
 	if cfg.Role == Server {
 		err = r.server(ctx)
 	} else {
@@ -207,13 +180,13 @@ func (r *run) phase(ctx context.Context, s Step, concurrent bool, f func(ctx con
 	errs := make([]error, len(r.conns))
 	for i, c := range r.conns {
 		wg.Add(1)
-		r.work[i] <- func() {
+		go func() {
 			defer wg.Done()
 			if err := f(ctx, i, c); err != nil {
 				errs[i] = fmt.Errorf("connection %d of %d: %w", i+1, len(r.conns), err)
 				cancel(errs[i])
 			}
-		}
+		}()
 	}
 	wg.Wait()
 	// The first error in time is the cause; the others are its echoes.
@@ -461,13 +434,13 @@ func (r *run) server(ctx context.Context) error {
 			return err
 		}
 		wg.Add(1)
-		r.work[i] <- func() {
+		go func() {
 			defer wg.Done()
 			if err := r.accept(ctx, c); err != nil {
 				errs[i] = fmt.Errorf("connection %d of %d: %w", i+1, cfg.Conns, err)
 				cancel(errs[i])
 			}
-		}
+		}()
 	}
 	wg.Wait()
 	r.wall[Connect] = time.Since(t0)
