@@ -65,7 +65,6 @@ func runOnce(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.W
 // the loopback interface, and the client here; the client's output is the
 // run's output.
 func runLoopback(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Writer, adjust func(*session)) (*session, error) {
-	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	scfg := cfg
@@ -103,9 +102,10 @@ func runLoopback(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 	err := cli.run(ctx)
 	if err != nil {
 		cancel()
-		// When the caller's context ended the run (an interrupt), the
-		// server's failure is the echo of the client's.
-		if serr := <-srvErr; serr != nil && !errors.Is(serr, context.Canceled) && parent.Err() == nil {
+		// A server ended by the cancellation (or by the caller's
+		// interrupt, which session.run reports as its reason) only
+		// echoes the client's failure.
+		if serr := <-srvErr; serr != nil && !errors.Is(serr, context.Canceled) {
 			return cli, &failure{msg: PerftestMessage(err) + " (server side: " + strings.TrimSpace(PerftestMessage(serr)) + ")\n", err: err}
 		}
 		return cli, err

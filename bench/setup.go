@@ -79,7 +79,8 @@ func (s *session) connect(ctx context.Context) error {
 		for deadline := time.Now().Add(cfg.PeerTimeout); s.redial && errors.Is(err, oob.ErrConnect) && time.Now().Before(deadline); {
 			select {
 			case <-ctx.Done():
-				return fail(context.Cause(ctx), " "+context.Cause(ctx).Error()+"\n", " Unable to init the socket connection\n")
+				cause := context.Cause(ctx)
+				return fail(cause, " "+cause.Error()+"\n", " Unable to init the socket connection\n")
 			case <-time.After(20 * time.Millisecond):
 			}
 			s.conn, err = oob.Dial(ctx, cfg.Server, addr, occfg)
