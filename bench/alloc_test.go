@@ -55,6 +55,9 @@ func TestLoopsDoNotAllocate(t *testing.T) {
 		{"write_bw", mk(perftest.Bandwidth, perftest.Write, func(c *Config) { c.CQMod = 100 })},
 		{"write_bw_peak", mk(perftest.Bandwidth, perftest.Write, func(c *Config) { c.NoPeak = false })},
 		{"read_bw", mk(perftest.Bandwidth, perftest.Read, nil)},
+		// The validated loop and its validator.
+		{"write_bw_data_validation", mk(perftest.Bandwidth, perftest.Write, func(c *Config) { c.DataValidation, c.Size = true, 4096 })},
+		{"read_bw_data_validation", mk(perftest.Bandwidth, perftest.Read, func(c *Config) { c.DataValidation, c.Size = true, 4096 })},
 		{"send_bw", mk(perftest.Bandwidth, perftest.Send, nil)},
 		{"write_bw_bidir", mk(perftest.Bandwidth, perftest.Write, func(c *Config) { c.Bidirectional = true })},
 		{"send_lat", mk(perftest.Latency, perftest.Send, nil)},

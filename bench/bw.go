@@ -54,6 +54,8 @@ type sender struct {
 	listSig uint64
 	// sig counts the signalled work requests posted.
 	sig uint64
+	// dv, with --data_validation, posts in place of wrs.
+	dv *dvSender
 }
 
 // signalled is how many signalled work requests a post of QP chain wrs
@@ -142,6 +144,9 @@ func (e *endpoint) newSender(m *msgPlan) *sender {
 			s.listSig++
 		}
 	}
+	if e.plan.dv != nil {
+		e.newDVSender(s)
+	}
 	return s
 }
 
@@ -212,7 +217,7 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 			// message.
 			scnt, mod := s.scnt[i], s.mod[i]
 			limit := uint64(cfg.TxDepth) + s.ccnt[i]
-			if pl == 1 && !duration && !peak {
+			if pl == 1 && !duration && !peak && s.dv == nil {
 				// The common case, in a loop of its own.
 				n, err := s.postSingles(i, min(cfg.Iters, limit), cfg.Iters-1, cqMod, m)
 				totS += n
@@ -231,12 +236,18 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 				if duration && dc.state.Load() == stateEnd {
 					break
 				}
-				if _, err := qp.PostSend(wrs); err != nil {
+				var err error
+				if s.dv != nil {
+					err = s.dv.post(qp, i)
+				} else {
+					_, err = qp.PostSend(wrs)
+				}
+				if err != nil {
 					s.scnt[i], s.mod[i] = scnt, mod
 					return sm, fmt.Errorf("Couldn't post send: qp %d scnt=%d || err=%w tx_depth=%d", i, scnt, err, cfg.TxDepth)
 				}
 				s.sig += s.signalled(wrs)
-				if pl == 1 && m.small {
+				if pl == 1 && m.small && s.dv == nil {
 					sge.Addr = stepAddr(sge.Addr, step, s.myAddr[i], wrap)
 					if m.stepRemote {
 						w.RemoteAddr = stepAddr(w.RemoteAddr, step, s.remAddr[i], wrap)

@@ -75,8 +75,15 @@ func (s *session) runRDMABW(ctx context.Context) error {
 	if s.full() {
 		_ = reports.WriteBWHeader(s.out, &s.ti)
 	}
+	// With --data_validation, WRITE's server and READ's client check
+	// what lands (validates says which of them this side is).
+	validates := s.plan.dv != nil && s.server == (cfg.Verb == perftest.Write)
+	var v *dvValidator
 	if s.server && !cfg.Bidirectional && !writeImm {
 		// The client runs the test; wait for it, then print its results.
+		if validates {
+			v = s.ep.startValidator()
+		}
 		stop := s.watchPeer(ctx)
 		m0 := markCPU()
 		err := s.waitingBarrier()
@@ -95,10 +102,22 @@ func (s *session) runRDMABW(ctx context.Context) error {
 		s.rec.AddBW(reports.SideRemote, rem)
 		s.writeLastRow()
 		if err := s.closeConn(); err != nil {
+			if v != nil {
+				v.stop()
+			}
 			return err
 		}
 		s.resultLine()
+		if v != nil {
+			return s.reportValidation(v)
+		}
 		return nil
+	}
+	if s.plan.dv != nil && cfg.Verb == perftest.Write {
+		// perftest's client gives the server's validator time to start.
+		if err := sleepCtx(ctx, dvStartDelay); err != nil {
+			return err
+		}
 	}
 	var last reports.BWResult
 	for i := range s.plan.msgs {
@@ -115,6 +134,9 @@ func (s *session) runRDMABW(ctx context.Context) error {
 				return fail(err, " "+err.Error()+"\n", "Problems with warm up\n")
 			}
 		}
+		if validates {
+			v = s.ep.startValidator()
+		}
 		if cfg.Bidirectional || writeImm {
 			if err := s.barrier(); err != nil {
 				return err
@@ -122,6 +144,9 @@ func (s *session) runRDMABW(ctx context.Context) error {
 		}
 		res, err := s.measure(ctx, m, r, cfg.Bidirectional && writeImm, writeImm)
 		if err != nil {
+			if v != nil {
+				v.stop()
+			}
 			return err
 		}
 		if writeImm || (cfg.Bidirectional && cfg.AllSizes) {
@@ -135,6 +160,11 @@ func (s *session) runRDMABW(ctx context.Context) error {
 		}
 	}
 	s.resultLine()
+	// A failed validation is reported once the peer is let go.
+	var verr error
+	if v != nil {
+		verr = s.reportValidation(v)
+	}
 	if !s.server && !cfg.Bidirectional && !writeImm {
 		if err := s.barrier(); err != nil {
 			return err
@@ -144,7 +174,20 @@ func (s *session) runRDMABW(ctx context.Context) error {
 		}
 	}
 	s.bwLimit, s.bwLimitSet = last, true
-	return s.closeConn()
+	if err := s.closeConn(); err != nil {
+		return err
+	}
+	return verr
+}
+
+// reportValidation stops the validator and prints its verdict.
+func (s *session) reportValidation(v *dvValidator) error {
+	r := v.stop()
+	out := s.out
+	if s.valOut != nil {
+		out = s.valOut
+	}
+	return writeDVReport(out, r, s.cfg.DataValidationDebug, len(v.last))
 }
 
 // postReceives posts the receives of messages of m's size, in perftest's

@@ -116,6 +116,17 @@ type Config struct {
 	// ForceLink is --force-link: the link layer to assume in place of the
 	// port's (verbs.LinkUnspecified: the port's own).
 	ForceLink verbs.LinkLayer
+	// DataValidation is perftest's --data_validation (write_bw and
+	// read_bw over RC): the sender moves three fill patterns through a
+	// ring of slots on the receiver and bumps a tail marker there with a
+	// fetch-and-add after each chunk; the receiving side (WRITE's server,
+	// READ's client) checks each chunk whose marker moved, and prints
+	// VALIDATION: PASSED or FAILED after the results. The key messages
+	// carry the markers' address.
+	DataValidation bool
+	// DataValidationDebug is --data_validation_debug: the validation's
+	// parameters and counters as well.
+	DataValidationDebug bool
 
 	// Reporting.
 	ReportGbits     bool

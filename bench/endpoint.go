@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 
 	"github.com/pvperf/pvperf/perftest"
@@ -24,10 +25,12 @@ type endpoint struct {
 	// tick, when set, gets each second of a duration run's loop (the
 	// interval lines).
 	tick func(interval)
-	dev  verbs.Device
-	ctx  verbs.Context
-	attr verbs.DeviceAttr
-	port verbs.PortAttr
+	// debugOut gets --data_validation_debug's lines.
+	debugOut io.Writer
+	dev      verbs.Device
+	ctx      verbs.Context
+	attr     verbs.DeviceAttr
+	port     verbs.PortAttr
 
 	// plan is what the run does: sizes, MTU, inline, outstanding reads,
 	// GID index, buffer layout.
@@ -122,6 +125,7 @@ func (cfg *Config) mrAccess() verbs.Access {
 	case perftest.Atomic:
 		a |= verbs.AccessRemoteAtomic
 	}
+	a |= cfg.dvAccess()
 	if cfg.relaxedOrdering() {
 		a |= verbs.AccessRelaxedOrdering
 	}
@@ -144,12 +148,24 @@ func (cfg *Config) pollBatch() int {
 	return cfg.PollBatch
 }
 
+// dvAccess is what --data_validation adds to the memory region's and the
+// QPs' access: the markers' fetch-and-add (and, for WRITE, reads).
+func (cfg *Config) dvAccess() verbs.Access {
+	switch {
+	case !cfg.DataValidation:
+		return 0
+	case cfg.Verb == perftest.Read:
+		return verbs.AccessRemoteAtomic
+	}
+	return verbs.AccessRemoteAtomic | verbs.AccessRemoteRead
+}
+
 func (cfg *Config) qpAccess() verbs.Access {
 	switch cfg.Verb {
 	case perftest.Write, perftest.WriteImm:
-		return verbs.AccessRemoteWrite
+		return verbs.AccessRemoteWrite | cfg.dvAccess()
 	case perftest.Read:
-		return verbs.AccessRemoteRead
+		return verbs.AccessRemoteRead | cfg.dvAccess()
 	case perftest.Atomic:
 		return verbs.AccessRemoteAtomic
 	}
@@ -168,11 +184,20 @@ func (e *endpoint) setup() error {
 	if cfg.Connection == perftest.UD {
 		total += p.cacheLine
 	}
+	if p.dv != nil {
+		total = int(p.dv.total)
+	}
 	if e.mem, err = e.ctx.AllocMemory(total); err != nil {
 		return fmt.Errorf("Couldn't allocate work buf: %w", err)
 	}
 	e.buf = e.mem.Bytes()
-	if cfg.PayloadFile != "" {
+	if p.dv != nil {
+		p.dv.fill(e.buf)
+		if cfg.DataValidationDebug {
+			fmt.Fprintf(e.debugOut, "Data validation: Initialized patterns (0x01, 0x02, 0x03), payload_size=%d\n", p.dv.payload)
+			fmt.Fprintf(e.debugOut, "Data validation: tail_markers at offset %d, recv_slots at offset %d, total buffer %d (64-byte aligned)\n", p.dv.markers, p.dv.slots, p.dv.total)
+		}
+	} else if cfg.PayloadFile != "" {
 		pattern, err := readPayload(cfg.PayloadFile, p.maxSize)
 		if err != nil {
 			return fmt.Errorf("Failed to create MR: %w", err)
@@ -197,7 +222,13 @@ func (e *endpoint) setup() error {
 			}
 		}
 	}
-	if e.scq, err = e.ctx.CreateCQ(verbs.CQInit{Entries: cfg.TxDepth * cfg.NumQPs, Channel: e.sendCh, Vector: cfg.CompVector}); err != nil {
+	// A validated run's send queue also holds the markers' fetch-and-adds
+	// (perftest makes it three times tx_depth).
+	sqDepth := cfg.TxDepth
+	if p.dv != nil {
+		sqDepth *= 3
+	}
+	if e.scq, err = e.ctx.CreateCQ(verbs.CQInit{Entries: sqDepth * cfg.NumQPs, Channel: e.sendCh, Vector: cfg.CompVector}); err != nil {
 		return fmt.Errorf("Couldn't create CQ: %w", err)
 	}
 	if cfg.Verb.HasReceives() {
@@ -221,7 +252,7 @@ func (e *endpoint) setup() error {
 	for i := range e.qps {
 		init := verbs.QPInit{
 			Type: qpType, SendCQ: e.scq, RecvCQ: e.rcq,
-			Cap: verbs.QPCap{MaxSendWR: cfg.TxDepth, MaxSendSGE: 1, MaxInlineData: e.plan.inline},
+			Cap: verbs.QPCap{MaxSendWR: sqDepth, MaxSendSGE: 1, MaxInlineData: e.plan.inline},
 		}
 		if cfg.Verb.HasReceives() && !cfg.UseSRQ {
 			init.Cap.MaxRecvWR = cfg.RxDepth
@@ -277,6 +308,10 @@ func (e *endpoint) localDests() {
 			RKey:     e.mr.RKey(),
 			VAddr:    e.slot(n + i),
 			GID:      e.gid,
+		}
+		if e.plan.dv != nil {
+			e.my[i].VAddr = e.dvVAddr(i)
+			e.my[i].TailMarkersVAddr = e.mr.Addr() + e.plan.dv.markers
 		}
 	}
 }

@@ -37,6 +37,8 @@ type plan struct {
 	// with -a), and bufSize perftest's BUFF_SIZE of it: the size of each
 	// QP's send and receive slot.
 	maxSize, bufSize int
+	// dv is the buffer of a --data_validation run (nil: none).
+	dv *dvLayout
 }
 
 // msgPlan is how the messages of one size are posted (perftest's
@@ -106,7 +108,7 @@ func planDevice(cfg *Config, attr *verbs.DeviceAttr, port *verbs.PortAttr) (plan
 	}
 	p.inline = min(p.inline, attr.MaxInlineData)
 	p.outReads = 1
-	if cfg.Verb == perftest.Read || cfg.Verb == perftest.Atomic {
+	if cfg.Verb == perftest.Read || cfg.Verb == perftest.Atomic || cfg.DataValidation {
 		p.outReads = max(attr.MaxQPRdAtom, 1)
 		if cfg.OutReads > p.outReads {
 			notes = append(notes, note{reports.ResultLine,
@@ -170,6 +172,13 @@ func (p *plan) planPeer(cfg *Config, pageSize, cacheLine int, mtu verbs.MTU) ([]
 		p.maxSize = MaxSize
 	}
 	p.bufSize = buffSize(p.maxSize, pageSize)
+	if cfg.DataValidation {
+		l, err := newDVLayout(cfg, p.size)
+		if err != nil {
+			return nil, fail(err, err.Error()+"\n")
+		}
+		p.dv = l
+	}
 	p.msgs = make([]msgPlan, len(sizes))
 	for i, n := range sizes {
 		p.msgs[i] = p.msgPlan(cfg, n)
@@ -185,7 +194,7 @@ func (p *plan) msgPlan(cfg *Config, n int) msgPlan {
 	sends := cfg.Verb == perftest.Send || cfg.Verb == perftest.SendImm
 	m.stepRemote = m.small && !sends
 	m.listStepRemote = m.small || cfg.Verb == perftest.Atomic
-	m.inline = n <= p.inline && cfg.Verb != perftest.Read && cfg.Verb != perftest.Atomic
+	m.inline = n <= p.inline && cfg.Verb != perftest.Read && cfg.Verb != perftest.Atomic && !cfg.DataValidation
 	m.recvLength = n
 	if cfg.Connection == perftest.UD {
 		m.recvLength += UDAddition

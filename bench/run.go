@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -77,8 +78,11 @@ func runLoopback(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 	scfg.HTMLFile = ""
 	scfg.IntervalJSON = ""
 	port := make(chan int, 1)
+	// The server's output is dropped, but for the verdict of a validation
+	// it ran (WRITE's), printed after the client's.
+	var valOut bytes.Buffer
 	srv := &session{cfg: scfg, listens: true, server: !cfg.Reversed, dev: dev, out: io.Discard, errOut: io.Discard,
-		ready: func(p int) { port <- p }}
+		valOut: &valOut, ready: func(p int) { port <- p }}
 	if adjust != nil {
 		adjust(srv)
 	}
@@ -110,7 +114,9 @@ func runLoopback(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 		}
 		return cli, err
 	}
-	if err := <-srvErr; err != nil {
+	err = <-srvErr
+	_, _ = valOut.WriteTo(out)
+	if err != nil {
 		return cli, errors.Join(errors.New("loopback server failed"), err)
 	}
 	return cli, nil

@@ -30,11 +30,14 @@ type session struct {
 	dev     verbs.Device
 	out     io.Writer
 	errOut  io.Writer
-	conn    *oob.Conn
-	ep      *endpoint
-	plan    plan
-	ti      reports.TestInfo
-	kf      oob.KeyFormat
+	// valOut, when set, gets the validation's verdict in place of out
+	// (a loopback server's, which the client's output shows).
+	valOut io.Writer
+	conn   *oob.Conn
+	ep     *endpoint
+	plan   plan
+	ti     reports.TestInfo
+	kf     oob.KeyFormat
 	// cm is the connection manager's state with -z and -R.
 	cm cmState
 	// rec holds every measured row once; info describes the run in
@@ -61,6 +64,9 @@ type session struct {
 	// beforeCheck, if set, runs before the received data is checked (a
 	// test's way to spoil it).
 	beforeCheck func()
+	// afterSetup, if set, runs once the buffers are filled (a test's way
+	// to change what is sent).
+	afterSetup func()
 	// setupDone tells the peer's setup message arrived.
 	setupDone bool
 	// cpu is this side's CPU use per message size, peerCPU the peer's
@@ -169,6 +175,9 @@ func (s *session) run(ctx context.Context) (err error) {
 	s.setupDone = true
 	if err := s.ep.setup(); err != nil {
 		return fail(err, " "+err.Error()+"\n", " Couldn't create IB resources\n")
+	}
+	if s.afterSetup != nil {
+		s.afterSetup()
 	}
 	if err := s.chooseGID(); err != nil {
 		return err

@@ -22,7 +22,7 @@ func (s *session) openDevice() error {
 	if err != nil {
 		return fail(err, " "+err.Error()+"\n", " Couldn't get context for the device\n")
 	}
-	e := &endpoint{cfg: cfg, dev: s.dev, ctx: vctx, plan: &s.plan}
+	e := &endpoint{cfg: cfg, dev: s.dev, ctx: vctx, plan: &s.plan, debugOut: s.out}
 	s.ep = e
 	if e.attr, err = vctx.QueryDevice(); err != nil {
 		return fail(err, " Couldn't query device\n", " Couldn't get context for the device\n")
@@ -169,7 +169,7 @@ func (s *session) exchangeSetup() error {
 		}
 		return fail(err, oob.PerftestMessage(err), " Failed to negotiate parameters\n")
 	}
-	if remote != nil && (cfg.Verb == perftest.Read || cfg.Verb == perftest.Atomic) {
+	if remote != nil && (cfg.Verb == perftest.Read || cfg.Verb == perftest.Atomic || cfg.DataValidation) {
 		if n, changed := oob.OutReadsForPeer(p.outReads, cfg.Connection, &remote.Attr); changed {
 			s.printf(" out_reads is greater than remote max_qp_rd_atom, using remote max_qp_rd_atom\n")
 			p.outReads = n
@@ -208,6 +208,9 @@ func (s *session) params() oob.Params {
 	if cfg.ReportGbits {
 		p.ReportFmt = oob.GBS
 	}
+	if cfg.DataValidation {
+		p.DataValidation = oob.On
+	}
 	p.Attr = oob.DeviceAttr{
 		FWVer: a.FWVersion, NodeGUID: a.NodeGUID, SysImageGUID: a.SysImageGUID, MaxMRSize: a.MaxMRSize,
 		PageSizeCap: a.PageSizeCap, VendorID: a.VendorID, VendorPartID: a.VendorPartID, HWVer: a.HWVersion,
@@ -230,7 +233,7 @@ func (s *session) params() oob.Params {
 func (s *session) chooseGID() error {
 	e, p := s.ep, &s.plan
 	if p.gidIndex < 0 {
-		s.kf = oob.KeyFormatFor(false, false)
+		s.kf = oob.KeyFormatFor(false, s.cfg.DataValidation)
 		return nil
 	}
 	if p.autoGID {
@@ -246,7 +249,7 @@ func (s *session) chooseGID() error {
 	}
 	e.gid = g.GID
 	e.gidType = g.Type
-	s.kf = oob.KeyFormatFor(true, false)
+	s.kf = oob.KeyFormatFor(true, s.cfg.DataValidation)
 	return nil
 }
 

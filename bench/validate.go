@@ -34,7 +34,7 @@ func patternByte(x, line int) byte { return byte(1 + (x%line*37+11)%255) }
 // receive slots).
 func (e *endpoint) checksData() bool {
 	cfg := e.cfg
-	return cfg.Verb != perftest.Atomic && cfg.PayloadFile == ""
+	return cfg.Verb != perftest.Atomic && cfg.PayloadFile == "" && !cfg.DataValidation
 }
 
 // readLands tells that messages land in the send slots: READ's responder

@@ -21,7 +21,9 @@
 #                that hangs or dies, too many QPs); cm_setup beside
 #                librdmacm's cmtime (rdmacm-utils), and -R against the
 #                same tests without it (figures reported)
-#   pvperf       the eight pvperf tests, pvperf client against pvperf server
+#   pvperf       the eight pvperf tests, pvperf client against pvperf server;
+#                write_bw and read_bw with --data_validation (and against
+#                PVPERF_GUEST_PERFTEST_DV's perftest both ways, when given)
 #   ref          perftest against perftest, every interop configuration
 #   interop      pvperf against perftest both ways: the eight RC tests,
 #                send_bw -c UD, write_bw -q 2
@@ -77,7 +79,10 @@
 # to the guest kernel's command line; PVPERF_GUEST_WIRE_EMU is the PVPERF_EMU
 # of the wire group's emulator (default addr=10.79.0.2; the one in emuns2
 # gets the same with addr=10.81.0.2); PVPERF_GUEST_RUN replaces the
-# -test.run pattern that -c makes (anchored; e.g. TestWireFaults with -c wire).
+# -test.run pattern that -c makes (anchored; e.g. TestWireFaults with -c wire);
+# PVPERF_GUEST_PERFTEST_DV is the build directory of a perftest with
+# --data_validation (6.29 or later), which the pvperf group then runs
+# against pvperf's both ways.
 set -euo pipefail
 
 checks=sanity,conformance,rdmacm,pvperf,ref,interop,reports,side,wire
@@ -285,6 +290,13 @@ put_with_libs "$root/usr/bin/cmtime" /usr/bin/cmtime
 put_with_libs "$root/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so" \
 	/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
 put "$root/etc/libibverbs.d/rxe.driver" /etc/libibverbs.d/rxe.driver
+# A perftest with --data_validation (6.29 or later, built from source: no
+# Debian package has it yet), for the pvperf group to run against.
+if [ -n "${PVPERF_GUEST_PERFTEST_DV:-}" ]; then
+	for t in write_bw read_bw; do
+		put_with_libs "$PVPERF_GUEST_PERFTEST_DV/ib_$t" "/opt/perftest-dv/ib_$t"
+	done
+fi
 cp -a "$bin" "$tree/pvperf"
 
 # Modules: the ones asked for and their dependencies from modules.dep, in
@@ -319,7 +331,7 @@ budget=$((limit > 90 ? limit - 60 : 30))
 run=
 for c in ${checks//,/ }; do
 	case $c in
-	sanity) t=TestSanity ;; conformance) t=TestConformance ;; rdmacm) t='TestRDMACM|TestRDMACMInterop|TestCMFailures|TestCMSetup|TestCMDataPath' ;; pvperf) t=TestPvperf ;;
+	sanity) t=TestSanity ;; conformance) t=TestConformance ;; rdmacm) t='TestRDMACM|TestRDMACMInterop|TestCMFailures|TestCMSetup|TestCMDataPath' ;; pvperf) t='TestPvperf|TestDataValidation' ;;
 	ref) t=TestReference ;; interop) t=TestInterop ;; reports) t=TestReports ;; side) t=TestSideBySide ;;
 	wire) t='TestWire|TestWireFaults' ;;
 	esac
@@ -327,6 +339,7 @@ for c in ${checks//,/ }; do
 done
 [ -z "$run_override" ] || run=$run_override
 printf "RUN='^(%s)$'\nROUNDS=%s\nBUDGET=%s\n" "$run" "$rounds" "$budget" >"$tree/guest/config"
+[ -z "${PVPERF_GUEST_PERFTEST_DV:-}" ] || echo "PERFTEST_DV=/opt/perftest-dv" >>"$tree/guest/config"
 # The wire group's namespace, veth pair and rxe1 exist only when it runs.
 case ,$checks, in
 *,wire,*) printf "WIRE=1\nWIRE_EMU='%s'\n" "$wire_emu" >>"$tree/guest/config" ;;

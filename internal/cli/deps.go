@@ -12,8 +12,8 @@ import (
 // options and the values derived from them, in perftest's order, with
 // perftest's messages on perftest's streams. Checks that only concern
 // options pvperf rejects while parsing (XRC, DC, SRD, multicast, rdma_cm,
-// dual port, raw Ethernet, accelerator memory, the rate limiter, data
-// validation, vendor features) are left out.
+// dual port, raw Ethernet, accelerator memory, the rate limiter, vendor
+// features) are left out.
 //
 // Left to the engine, because they need the device or the peer:
 //   - the MTU: -m values other than 256..4096 ("Invalid MTU ... Will run with
@@ -83,6 +83,11 @@ func (p *parser) forceDependencies() error {
 	}
 	if c.UseSRQ && c.NumQPs > c.RxDepth {
 		return p.depErrOut(" Using SRQ depth should be greater than number of QPs.\n")
+	}
+	if c.DataValidation {
+		if err := p.dataValidationDeps(); err != nil {
+			return err
+		}
 	}
 
 	if c.PostList > 1 {
@@ -219,4 +224,37 @@ func (p *parser) noPeak(warn bool) {
 func (p *parser) stdoutExit(msg string) error {
 	fmt.Fprint(p.stdout, msg)
 	return &Failure{Msg: msg}
+}
+
+// dataValidationDeps is perftest's check of --data_validation against the
+// other options (its messages, in its order), then pvperf's own limits.
+func (p *parser) dataValidationDeps() error {
+	c := &p.cfg
+	switch {
+	case p.verb != perftest.Write && p.verb != perftest.Read:
+		return p.depErr(" --data_validation is only supported with WRITE or READ verb\n")
+	case !p.test.bw():
+		return p.depErr(" --data_validation is only supported in bandwidth tests\n")
+	case c.PostList > 1:
+		return p.depErr(" --data_validation is incompatible with --post_list > 1\n")
+	case c.Connection != perftest.RC:
+		return p.depErr(" --data_validation requires RC connection type\n")
+	case c.PayloadFile != "":
+		return p.depErr(" --data_validation is incompatible with payload modification\n")
+	case p.method == runAll:
+		return p.depErr(" --data_validation is incompatible with -a (run all sizes)\n")
+	case c.TxDepth < 32:
+		return p.depErr(" --data_validation requires tx_depth >= 32 (use -t)\n")
+	case c.Bidirectional:
+		return p.exitErr(" --data_validation with -b (bidirectional) is not implemented in pvperf\n")
+	case c.RdmaCM:
+		return p.exitErr(" --data_validation with -R (rdma_cm) is not implemented in pvperf\n")
+	}
+	if c.DataValidationDebug {
+		ops, cpq := bench.DataValidationChunks(c.Size, c.TxDepth, c.NumQPs, p.verb == perftest.Read)
+		chunk := c.Size * uint64(ops)
+		fmt.Fprintf(p.stdout, "[DATA_VALIDATION] validation_chunk_size=%d (tx_depth=%d), chunk_bytes=%d, chunks_per_qp=%d, ring_size=%d bytes\n",
+			ops, c.TxDepth, chunk, cpq, chunk*uint64(cpq))
+	}
+	return nil
 }

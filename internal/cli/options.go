@@ -72,16 +72,15 @@ type optTable struct {
 
 // Reasons for rejecting options, shared by families of them.
 const (
-	whyRawEth     = "raw Ethernet tests are not part of pvperf"
-	whyMcast      = "multicast is not implemented"
-	whyDualPort   = "dual-port mode is not implemented"
-	whyAccel      = "accelerator and device memory are not supported: buffers are host memory from the device"
-	whyBuffers    = "buffers always come from the device's own host memory allocation"
-	whyRateLimit  = "the rate limiter is not implemented"
-	whyMlx5       = "mlx5 vendor feature"
-	whyDC         = "DC transport is not supported"
-	whyTPH        = "PCIe TPH is not supported"
-	whyValidation = "perftest's data validation (tail markers, a changed key format) is not implemented; pvperf's --check_data checks what a pvperf peer sent"
+	whyRawEth    = "raw Ethernet tests are not part of pvperf"
+	whyMcast     = "multicast is not implemented"
+	whyDualPort  = "dual-port mode is not implemented"
+	whyAccel     = "accelerator and device memory are not supported: buffers are host memory from the device"
+	whyBuffers   = "buffers always come from the device's own host memory allocation"
+	whyRateLimit = "the rate limiter is not implemented"
+	whyMlx5      = "mlx5 vendor feature"
+	whyDC        = "DC transport is not supported"
+	whyTPH       = "PCIe TPH is not supported"
 )
 
 var (
@@ -607,8 +606,14 @@ func options() *optTable {
 		return nil
 	}})
 	other("sig_offload", 0, false, whyMlx5+" (signature offload)")
-	unsup("data_validation", 0, false, whyValidation, relBW)
-	unsup("data_validation_debug", 0, false, whyValidation, relBW)
+	add(&opt{long: "data_validation", rel: relBW, set: func(p *parser, _ string) error {
+		p.cfg.DataValidation = true
+		return nil
+	}})
+	add(&opt{long: "data_validation_debug", rel: relBW, set: func(p *parser, _ string) error {
+		p.cfg.DataValidationDebug = true
+		return nil
+	}})
 	unsup("pin_cores", 0, true, "use taskset(1) to choose CPUs", nil)
 	unsup("numa_node", 0, true, "use numactl(8) to choose a NUMA node", nil)
 	add(&opt{long: "disable_numa", noop: "pvperf does not bind itself to a NUMA node",

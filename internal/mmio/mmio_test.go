@@ -3,6 +3,7 @@ package mmio
 import (
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 func TestStoreLoad(t *testing.T) {
@@ -71,4 +72,20 @@ func TestSpinLock(t *testing.T) {
 		t.Fatal("TryLock on a free then a held lock")
 	}
 	l.Unlock()
+}
+
+// TestLoadViews: LoadByte and LoadUint64 read memory as bytes laid out
+// little-endian, at any byte offset (LoadByte) or an aligned one.
+func TestLoadViews(t *testing.T) {
+	w := make([]uint64, 2)
+	w[1] = 0x0807060504030201
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 16)
+	if got := LoadUint64(b[8:]); got != 0x0807060504030201 {
+		t.Errorf("LoadUint64 = %#x", got)
+	}
+	for i := range 8 {
+		if got := LoadByte(b[8+i:]); got != byte(i+1) {
+			t.Errorf("LoadByte at %d = %d", i, got)
+		}
+	}
 }
