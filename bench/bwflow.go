@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"time"
 
 	"github.com/pvperf/pvperf/bench/oob"
 	"github.com/pvperf/pvperf/perftest"
@@ -76,8 +77,9 @@ func (s *session) runRDMABW(ctx context.Context) error {
 		_ = reports.WriteBWHeader(s.out, &s.ti)
 	}
 	// With --data_validation, WRITE's server and READ's client check
-	// what lands (validates says which of them this side is).
-	validates := s.plan.dv != nil && s.server == (cfg.Verb == perftest.Write)
+	// what lands (validates says which of them this side is); both sides
+	// of a bidirectional run.
+	validates := s.plan.dv != nil && (cfg.Bidirectional || s.server == (cfg.Verb == perftest.Write))
 	var v *dvValidator
 	if s.server && !cfg.Bidirectional && !writeImm {
 		// The client runs the test; wait for it, then print its results.
@@ -149,6 +151,15 @@ func (s *session) runRDMABW(ctx context.Context) error {
 			}
 			return err
 		}
+		if v != nil && cfg.Bidirectional {
+			// Both sides are done sending; give the validators time to
+			// catch up (perftest's 100 ms).
+			if err := s.barrier(); err != nil {
+				v.stop()
+				return err
+			}
+			time.Sleep(dvDrain)
+		}
 		if writeImm || (cfg.Bidirectional && cfg.AllSizes) {
 			if err := s.barrier(); err != nil {
 				return err
@@ -187,7 +198,14 @@ func (s *session) reportValidation(v *dvValidator) error {
 	if s.valOut != nil {
 		out = s.valOut
 	}
-	return writeDVReport(out, r, s.cfg.DataValidationDebug, len(v.last))
+	role := ""
+	if s.cfg.Bidirectional {
+		role = "CLIENT"
+		if s.server {
+			role = "SERVER"
+		}
+	}
+	return writeDVReport(out, r, role, s.cfg.DataValidationDebug, len(v.last))
 }
 
 // postReceives posts the receives of messages of m's size, in perftest's

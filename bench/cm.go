@@ -277,11 +277,13 @@ func (s *session) resolveSteps(ctx context.Context, id verbs.CMID, src netip.Add
 }
 
 // cmParam is what the test QPs' connect and accept carry: perftest's
-// retry counts and, for READ and atomics, the outstanding reads.
+// retry counts and, for READ, atomics and --data_validation (whose
+// markers take fetch-and-adds), the outstanding reads: with them the
+// connection manager grants remote reads and atomics.
 func (s *session) cmParam(qpn uint32) verbs.ConnParam {
 	cfg := &s.cfg
 	p := verbs.ConnParam{QPNum: qpn, RetryCount: uint8(cfg.RetryCount), RNRRetryCount: uint8(cfg.RetryCount)}
-	if cfg.Verb == perftest.Read || cfg.Verb == perftest.Atomic {
+	if cfg.Verb == perftest.Read || cfg.Verb == perftest.Atomic || cfg.DataValidation {
 		p.ResponderResources = uint8(s.plan.outReads)
 		p.InitiatorDepth = uint8(s.plan.outReads)
 	}

@@ -419,7 +419,11 @@ func (v *dvValidator) stop() dvResult {
 
 // writeDVReport prints perftest's verdict of a validation: PASSED on out,
 // FAILED or the warning that nothing was validated on the error returned.
-func writeDVReport(out io.Writer, r dvResult, debug bool, markers int) error {
+// role, when set, names the side (bidirectional runs validate on both).
+func writeDVReport(out io.Writer, r dvResult, role string, debug bool, markers int) error {
+	if role != "" {
+		role = " (" + role + ")"
+	}
 	if debug {
 		fmt.Fprintf(out, "\n--- Per-Validator Breakdown ---\n")
 		share := 0.0
@@ -433,13 +437,13 @@ func writeDVReport(out io.Writer, r dvResult, debug bool, markers int) error {
 		fmt.Fprintf(out, "\n---\n")
 	}
 	if r.errors > 0 {
-		return fail(ErrDataValidation, fmt.Sprintf("VALIDATION: FAILED - %d error(s), first at QP %d, Chunk %d, Offset %d (expected 0x%02x, got 0x%02x)\n",
-			r.errors, r.errQP, r.errChunk, r.errOffset, r.errExpected, r.errActual))
+		return fail(ErrDataValidation, fmt.Sprintf("VALIDATION: FAILED%s - %d error(s), first at QP %d, Chunk %d, Offset %d (expected 0x%02x, got 0x%02x)\n",
+			role, r.errors, r.errQP, r.errChunk, r.errOffset, r.errExpected, r.errActual))
 	}
 	if r.messages == 0 {
-		return fail(fmt.Errorf("%w: no chunk completed", ErrDataValidation), "VALIDATION: WARNING - no data validated\n")
+		return fail(fmt.Errorf("%w: no chunk completed", ErrDataValidation), "VALIDATION: WARNING"+role+" - no data validated\n")
 	}
-	fmt.Fprintf(out, "VALIDATION: PASSED - %d chunks, %d bytes", r.messages, r.bytes)
+	fmt.Fprintf(out, "VALIDATION: PASSED%s - %d chunks, %d bytes", role, r.messages, r.bytes)
 	if r.races > 0 || r.retries > 0 || r.skipped > 0 {
 		fmt.Fprintf(out, " [races=%d, retries=%d, skips=%d, queue_full=0, stale_work=0]", r.races, r.retries, r.skipped)
 	}
@@ -466,6 +470,10 @@ func writeDVReport(out io.Writer, r dvResult, debug bool, markers int) error {
 // dvStartDelay is how long a WRITE client waits before it starts, for the
 // server's validator (perftest sleeps 2 s).
 const dvStartDelay = 2 * time.Second
+
+// dvDrain is how long both sides of a bidirectional validated run wait,
+// once both are done, before they stop their validators.
+const dvDrain = 100 * time.Millisecond
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvperf/pvperf/bench/oob"
 	"github.com/pvperf/pvperf/emu"
 	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/reports"
@@ -92,7 +93,7 @@ func TestValidatorCheck(t *testing.T) {
 		t.Fatalf("error: %+v", r)
 	}
 	var out bytes.Buffer
-	err := writeDVReport(&out, r, false, 2)
+	err := writeDVReport(&out, r, "", false, 2)
 	if !errors.Is(err, ErrDataValidation) || PerftestMessage(err) != "VALIDATION: FAILED - 1 error(s), first at QP 0, Chunk 0, Offset 6 (expected 0x02, got 0xee)\n" {
 		t.Errorf("report: %v %q", err, PerftestMessage(err))
 	}
@@ -104,15 +105,25 @@ func TestValidatorCheck(t *testing.T) {
 }
 
 // TestDataValidation runs write_bw and read_bw with --data_validation in
-// loopback: untouched they pass; with a byte of the sender's three
-// pattern buffers changed, the validating side reports the byte and the
+// loopback, one way and both ways (-b): untouched they pass; with a byte
+// of the client's (WRITE) or server's (READ) three pattern buffers
+// changed, the side that validates what it sent reports the byte and the
 // run fails with ErrDataValidation.
 func TestDataValidation(t *testing.T) {
 	dev := device(t, emu.ProfileUnrestricted, 2)
-	for _, verb := range []perftest.Verb{perftest.Write, perftest.Read} {
-		t.Run(verb.String(), func(t *testing.T) {
+	for _, c := range []struct {
+		verb perftest.Verb
+		bi   bool
+	}{{perftest.Write, false}, {perftest.Read, false}, {perftest.Write, true}, {perftest.Read, true}} {
+		verb := c.verb
+		name := verb.String()
+		if c.bi {
+			name += "/bidirectional"
+		}
+		t.Run(name, func(t *testing.T) {
 			cfg := testConfig(perftest.Bandwidth, verb)
 			cfg.DataValidation = true
+			cfg.Bidirectional = c.bi
 			cfg.Size, cfg.Iters = 4096, 5000
 			run := func(spoil bool) (string, error) {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -131,14 +142,39 @@ func TestDataValidation(t *testing.T) {
 				return out.String(), err
 			}
 			out, err := run(false)
-			if err != nil || !strings.Contains(out, reports.ResultLine+"VALIDATION: PASSED - ") {
+			want := reports.ResultLine + "VALIDATION: PASSED - "
+			if c.bi {
+				want = reports.ResultLine + "VALIDATION: PASSED (CLIENT) - "
+			}
+			if err != nil || !strings.Contains(out, want) {
 				t.Fatalf("untouched: %v\n%s", err, out)
 			}
 			out, err = run(true)
 			msg := PerftestMessage(err)
-			if !errors.Is(err, ErrDataValidation) || !strings.Contains(msg, "VALIDATION: FAILED - ") || !strings.Contains(msg, ", Offset 500 (expected 0x0") || !strings.Contains(msg, "got 0xee)") {
+			if !errors.Is(err, ErrDataValidation) || !strings.Contains(msg, "VALIDATION: FAILED") || !strings.Contains(msg, ", Offset 500 (expected 0x0") || !strings.Contains(msg, "got 0xee)") {
 				t.Errorf("spoilt: %v (%q)\n%s", err, msg, out)
 			}
 		})
+	}
+}
+
+// TestParamsRDMACM: over rdma_cm (-R, or -z for the exchange alone) the
+// parameter negotiation says use_rdma_cm ON, as perftest 6.28 and later
+// send it: a peer refuses a mismatch ("use_rdma_cm mismatch"), which ended
+// every -R run against perftest 6.29 before.
+func TestParamsRDMACM(t *testing.T) {
+	for _, c := range []struct {
+		rdmaCM, cmExchange bool
+		want               oob.OnOff
+	}{{false, false, oob.Off}, {true, true, oob.On}, {false, true, oob.On}} {
+		s := &session{cfg: Config{RdmaCM: c.rdmaCM, CMExchange: c.cmExchange, NumQPs: 1}, ep: &endpoint{}}
+		p := s.params()
+		b, err := p.Marshal(oob.ParamsSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := oob.OnOff(binary.BigEndian.Uint32(b[60:])); got != c.want {
+			t.Errorf("-R %v -z %v: use_rdma_cm %v, want %v", c.rdmaCM, c.cmExchange, got, c.want)
+		}
 	}
 }

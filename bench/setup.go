@@ -211,6 +211,9 @@ func (s *session) params() oob.Params {
 	if cfg.DataValidation {
 		p.DataValidation = oob.On
 	}
+	if cfg.RdmaCM || cfg.CMExchange {
+		p.UseRDMACM = oob.On
+	}
 	p.Attr = oob.DeviceAttr{
 		FWVer: a.FWVersion, NodeGUID: a.NodeGUID, SysImageGUID: a.SysImageGUID, MaxMRSize: a.MaxMRSize,
 		PageSizeCap: a.PageSizeCap, VendorID: a.VendorID, VendorPartID: a.VendorPartID, HWVer: a.HWVersion,

@@ -23,7 +23,7 @@
 #                same tests without it (figures reported)
 #   pvperf       the eight pvperf tests, pvperf client against pvperf server;
 #                write_bw and read_bw with --data_validation (and against
-#                PVPERF_GUEST_PERFTEST_DV's perftest both ways, when given)
+#                PVPERF_GUEST_PERFTEST_NEW's perftest both ways, when given)
 #   ref          perftest against perftest, every interop configuration
 #   interop      pvperf against perftest both ways: the eight RC tests,
 #                send_bw -c UD, write_bw -q 2
@@ -80,9 +80,9 @@
 # of the wire group's emulator (default addr=10.79.0.2; the one in emuns2
 # gets the same with addr=10.81.0.2); PVPERF_GUEST_RUN replaces the
 # -test.run pattern that -c makes (anchored; e.g. TestWireFaults with -c wire);
-# PVPERF_GUEST_PERFTEST_DV is the build directory of a perftest with
-# --data_validation (6.29 or later), which the pvperf group then runs
-# against pvperf's both ways.
+# PVPERF_GUEST_PERFTEST_NEW is the build directory of a perftest 6.29 or
+# later (with --data_validation and the parameter negotiation), which the
+# pvperf, interop and rdmacm groups then run against pvperf both ways too.
 set -euo pipefail
 
 checks=sanity,conformance,rdmacm,pvperf,ref,interop,reports,side,wire
@@ -290,11 +290,11 @@ put_with_libs "$root/usr/bin/cmtime" /usr/bin/cmtime
 put_with_libs "$root/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so" \
 	/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
 put "$root/etc/libibverbs.d/rxe.driver" /etc/libibverbs.d/rxe.driver
-# A perftest with --data_validation (6.29 or later, built from source: no
-# Debian package has it yet), for the pvperf group to run against.
-if [ -n "${PVPERF_GUEST_PERFTEST_DV:-}" ]; then
-	for t in write_bw read_bw; do
-		put_with_libs "$PVPERF_GUEST_PERFTEST_DV/ib_$t" "/opt/perftest-dv/ib_$t"
+# A newer perftest (6.29 or later, built from source: no Debian package
+# has it yet), which the pvperf, interop and rdmacm groups also run against.
+if [ -n "${PVPERF_GUEST_PERFTEST_NEW:-}" ]; then
+	for t in write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat atomic_lat; do
+		put_with_libs "$PVPERF_GUEST_PERFTEST_NEW/ib_$t" "/opt/perftest-new/ib_$t"
 	done
 fi
 cp -a "$bin" "$tree/pvperf"
@@ -339,7 +339,7 @@ for c in ${checks//,/ }; do
 done
 [ -z "$run_override" ] || run=$run_override
 printf "RUN='^(%s)$'\nROUNDS=%s\nBUDGET=%s\n" "$run" "$rounds" "$budget" >"$tree/guest/config"
-[ -z "${PVPERF_GUEST_PERFTEST_DV:-}" ] || echo "PERFTEST_DV=/opt/perftest-dv" >>"$tree/guest/config"
+[ -z "${PVPERF_GUEST_PERFTEST_NEW:-}" ] || echo "PERFTEST_NEW=/opt/perftest-new" >>"$tree/guest/config"
 # The wire group's namespace, veth pair and rxe1 exist only when it runs.
 case ,$checks, in
 *,wire,*) printf "WIRE=1\nWIRE_EMU='%s'\n" "$wire_emu" >>"$tree/guest/config" ;;

@@ -18,7 +18,7 @@ var (
 	device        = flag.String("guest.device", "", "the kernel RDMA device to check (none: every check skips)")
 	pvperfDir     = flag.String("guest.pvperf", "/pvperf", "directory of pvperf's commands and test binaries")
 	perftestDir   = flag.String("guest.perftest", "/usr/bin", "directory of perftest's commands (ib_write_bw, ...)")
-	perftestDV    = flag.String("guest.perftest-dv", "", "directory of a perftest with --data_validation (6.29 or later; none: the checks against it skip)")
+	perftestNew   = flag.String("guest.perftest-new", "", "directory of a perftest 6.29 or later, which the interop checks also run against (none: not run)")
 	addr          = flag.String("guest.addr", "127.0.0.1", "the address clients connect to")
 	gidIndex      = flag.Int("guest.gid", 0, "the GID index every test uses (-x)")
 	port          = flag.Int("guest.port", 18515, "the out-of-band port")
@@ -220,7 +220,7 @@ func TestReference(t *testing.T) {
 }
 
 // TestInterop runs pvperf against perftest, both ways, in every interop
-// configuration.
+// configuration; against -guest.perftest-new's too when given.
 func TestInterop(t *testing.T) {
 	needDevice(t)
 	for _, c := range interop {
@@ -230,7 +230,12 @@ func TestInterop(t *testing.T) {
 		}{
 			{"pvperf_server", pv(c.test), pt(c.test)},
 			{"perftest_server", pt(c.test), pv(c.test)},
+			{"pvperf_server_new", pv(c.test), ptNew(c.test)},
+			{"perftest_new_server", ptNew(c.test), pv(c.test)},
 		} {
+			if dir.server == "" || dir.client == "" {
+				continue
+			}
 			t.Run(interopName(c.test, c.opts)+"/"+dir.name, func(t *testing.T) {
 				pair{server: dir.server, client: dir.client, args: args(c.opts), serverRow: serverReports(c.test)}.check(t)
 			})
@@ -239,38 +244,49 @@ func TestInterop(t *testing.T) {
 }
 
 // TestDataValidation runs write_bw and read_bw with --data_validation,
-// pvperf against pvperf and, given -guest.perftest-dv, against that
-// perftest both ways: the validating side (WRITE's server, READ's client)
-// must say VALIDATION: PASSED after its results.
+// one way, both ways (-b) and over rdma_cm (-R), pvperf against pvperf
+// and, given -guest.perftest-new, against that perftest both ways: the
+// validating side (WRITE's server, READ's client, both with -b) must say
+// VALIDATION: PASSED after its results.
 func TestDataValidation(t *testing.T) {
 	needDevice(t)
+	passed := regexp.MustCompile(`(?m)^-+\n(VALIDATION: PASSED \(SERVER\) - [1-9][0-9]* chunks, [1-9][0-9]* bytes.*\n)?VALIDATION: PASSED( \((SERVER|CLIENT)\))? - [1-9][0-9]* chunks, [1-9][0-9]* bytes`)
 	for _, test := range []string{"write_bw", "read_bw"} {
 		runs := []struct{ name, server, client string }{{"pvperf", pv(test), pv(test)}}
-		if *perftestDV != "" {
-			dv := filepath.Join(*perftestDV, "ib_"+test)
-			runs = append(runs, struct{ name, server, client string }{"pvperf_server", pv(test), dv},
-				struct{ name, server, client string }{"perftest_server", dv, pv(test)})
+		if *perftestNew != "" {
+			runs = append(runs, struct{ name, server, client string }{"pvperf_server", pv(test), ptNew(test)},
+				struct{ name, server, client string }{"perftest_server", ptNew(test), pv(test)})
 		}
-		for _, r := range runs {
-			t.Run(test+"/"+r.name, func(t *testing.T) {
-				p := pair{server: r.server, client: r.client, args: append(common(), "--data_validation", "-s", "4096", "-n", "5000"), serverRow: true}
-				res := p.run()
-				res.log(t, p, false)
-				if res.err != nil {
-					t.Fatal(res.err)
-				}
-				out, side := res.server, "server"
-				if test == "read_bw" {
-					out, side = res.client, "client"
-				}
-				if !regexp.MustCompile(`(?m)^-+\nVALIDATION: PASSED - [1-9][0-9]* chunks, [1-9][0-9]* bytes`).MatchString(out) {
-					t.Errorf("the %s (the validating side) did not pass the validation", side)
-				}
-			})
+		for _, opt := range []string{"", "-b", "-R"} {
+			for _, r := range runs {
+				t.Run(interopName(test, opt)+"/"+r.name, func(t *testing.T) {
+					a := append(common(), "--data_validation", "-s", "4096", "-n", "5000")
+					if opt != "" {
+						a = append(a, opt)
+					}
+					p := pair{server: r.server, client: r.client, args: a, serverRow: true}
+					res := p.run()
+					res.log(t, p, false)
+					if res.err != nil {
+						t.Fatal(res.err)
+					}
+					check := func(side, out string) {
+						if !passed.MatchString(out) {
+							t.Errorf("the %s (a validating side) did not pass the validation", side)
+						}
+					}
+					if opt == "-b" || test == "write_bw" {
+						check("server", res.server)
+					}
+					if opt == "-b" || test == "read_bw" {
+						check("client", res.client)
+					}
+				})
+			}
 		}
 	}
-	if *perftestDV == "" {
-		t.Log("against perftest: not run, no -guest.perftest-dv (perftest 6.29 or later; scripts/guest-test.sh takes its build directory from PVPERF_GUEST_PERFTEST_DV)")
+	if *perftestNew == "" {
+		t.Log("against perftest: not run, no -guest.perftest-new (perftest 6.29 or later; scripts/guest-test.sh takes its build directory from PVPERF_GUEST_PERFTEST_NEW)")
 	}
 }
 

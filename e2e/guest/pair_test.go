@@ -295,3 +295,12 @@ func lastLine(out string) string {
 // pv and pt are the paths of pvperf's and perftest's command for test.
 func pv(test string) string { return filepath.Join(*pvperfDir, test) }
 func pt(test string) string { return filepath.Join(*perftestDir, "ib_"+test) }
+
+// ptNew is test's command of the newer perftest (-guest.perftest-new),
+// "" when none was given.
+func ptNew(test string) string {
+	if *perftestNew == "" {
+		return ""
+	}
+	return filepath.Join(*perftestNew, "ib_"+test)
+}

@@ -42,8 +42,9 @@ var cmInterop = []struct{ test, opts string }{
 	{"send_bw", "-R -c UD"}, {"write_bw", "-R -q 4"},
 }
 
-// TestRDMACMInterop runs pvperf against perftest with -R, both ways, and
-// pvperf against itself, then checks that the kernel keeps no id of
+// TestRDMACMInterop runs pvperf against perftest with -R, both ways (and
+// against -guest.perftest-new's when given), and pvperf against itself,
+// then checks that the kernel keeps no id of
 // theirs.
 func TestRDMACMInterop(t *testing.T) {
 	needDevice(t)
@@ -55,7 +56,12 @@ func TestRDMACMInterop(t *testing.T) {
 			{"pvperf", pv(c.test), pv(c.test)},
 			{"pvperf_server", pv(c.test), pt(c.test)},
 			{"perftest_server", pt(c.test), pv(c.test)},
+			{"pvperf_server_new", pv(c.test), ptNew(c.test)},
+			{"perftest_new_server", ptNew(c.test), pv(c.test)},
 		} {
+			if dir.server == "" || dir.client == "" {
+				continue
+			}
 			t.Run(interopName(c.test, c.opts)+"/"+dir.name, func(t *testing.T) {
 				pair{server: dir.server, client: dir.client, args: args(c.opts), serverRow: serverReports(c.test)}.check(t)
 			})

@@ -245,10 +245,6 @@ func (p *parser) dataValidationDeps() error {
 		return p.depErr(" --data_validation is incompatible with -a (run all sizes)\n")
 	case c.TxDepth < 32:
 		return p.depErr(" --data_validation requires tx_depth >= 32 (use -t)\n")
-	case c.Bidirectional:
-		return p.exitErr(" --data_validation with -b (bidirectional) is not implemented in pvperf\n")
-	case c.RdmaCM:
-		return p.exitErr(" --data_validation with -R (rdma_cm) is not implemented in pvperf\n")
 	}
 	if c.DataValidationDebug {
 		ops, cpq := bench.DataValidationChunks(c.Size, c.TxDepth, c.NumQPs, p.verb == perftest.Read)

@@ -127,7 +127,6 @@ func TestErrors(t *testing.T) {
 		{"write_bw", "--data_validation -a", RL, " --data_validation is incompatible with -a (run all sizes)\n"},
 		{"write_bw", "--data_validation -t 16", RL, " --data_validation requires tx_depth >= 32 (use -t)\n"},
 		{"write_bw", "--data_validation -n 20", RL, " --data_validation requires tx_depth >= 32 (use -t)\n"},
-		{"write_bw", "--data_validation -b", "", " --data_validation with -b (bidirectional) is not implemented in pvperf\n"},
 		{"write_lat", "-l 2", RL, "Post list is supported in BW tests only\n"},
 		{"write_bw", "-l 3", RL, "Number of iterations must be a multiple of post list size\n"},
 		{"write_bw", "-l 4 -Q 3", RL + "Warning: Large message requested and CQ moderation enabled\n" +
