@@ -15,7 +15,8 @@
 #                kernel's connection manager (rdma_ucm) to 10.77.0.1; then
 #                -R between pvperf and perftest both ways and pvperf
 #                against itself (write_bw, send_bw, read_bw, send_lat,
-#                write_lat, send_bw -c UD, write_bw -q 4), and no cm_id
+#                write_lat, send_bw -c UD, write_bw -q 4; and -z with
+#                write_bw and read_lat), and no cm_id
 #                left in the kernel after them; the connection manager's
 #                failures (no listener, no RDMA device, no answer, a peer
 #                that hangs or dies, too many QPs); cm_setup beside

@@ -35,11 +35,14 @@ func TestRDMACM(t *testing.T) {
 	}
 }
 
-// cmInterop are the -R configurations pvperf and perftest run against
+// cmInterop are the -R and -z configurations pvperf and perftest run against
 // each other.
 var cmInterop = []struct{ test, opts string }{
 	{"write_bw", "-R"}, {"send_bw", "-R"}, {"read_bw", "-R"}, {"send_lat", "-R"}, {"write_lat", "-R"},
 	{"send_bw", "-R -c UD"}, {"write_bw", "-R -q 4"},
+	// -z: only the out-of-band exchange over rdma_cm (its key layout is
+	// the peer version's).
+	{"write_bw", "-z"}, {"read_lat", "-z"},
 }
 
 // TestRDMACMInterop runs pvperf against perftest with -R, both ways (and
