@@ -81,6 +81,13 @@ func (s *session) runRDMABW(ctx context.Context) error {
 	// of a bidirectional run.
 	validates := s.plan.dv != nil && (cfg.Bidirectional || s.server == (cfg.Verb == perftest.Write))
 	var v *dvValidator
+	// The validator reads the buffer, which goes when the test ends: it
+	// stops first, whatever ends the test.
+	defer func() {
+		if v != nil {
+			v.stop()
+		}
+	}()
 	if s.server && !cfg.Bidirectional && !writeImm {
 		// The client runs the test; wait for it, then print its results.
 		if validates {
@@ -104,9 +111,6 @@ func (s *session) runRDMABW(ctx context.Context) error {
 		s.rec.AddBW(reports.SideRemote, rem)
 		s.writeLastRow()
 		if err := s.closeConn(); err != nil {
-			if v != nil {
-				v.stop()
-			}
 			return err
 		}
 		s.resultLine()
@@ -146,16 +150,12 @@ func (s *session) runRDMABW(ctx context.Context) error {
 		}
 		res, err := s.measure(ctx, m, r, cfg.Bidirectional && writeImm, writeImm)
 		if err != nil {
-			if v != nil {
-				v.stop()
-			}
 			return err
 		}
 		if v != nil && cfg.Bidirectional {
 			// Both sides are done sending; give the validators time to
 			// catch up (perftest's 100 ms).
 			if err := s.barrier(); err != nil {
-				v.stop()
 				return err
 			}
 			time.Sleep(dvDrain)

@@ -30,7 +30,9 @@
 // loops allocate nothing per work request. Two helper goroutines exist
 // during a test: the duration clock (perftest's SIGALRM state machine) and
 // a watcher that notices the peer closing the out-of-band connection while
-// no exchange is due. When the peer vanishes the test's context is
+// no exchange is due; with --data_validation a third, the validator, reads
+// the markers and the receive slots the peer's device writes (never the
+// loop's state), and is stopped and joined before its verdict is printed. When the peer vanishes the test's context is
 // cancelled and every loop returns within milliseconds; a silent peer costs
 // at most the out-of-band timeout (Config.PeerTimeout, 5 s by default), a
 // frozen one at most StallTimeout in a loop that waits for it. Nothing

@@ -410,7 +410,7 @@ func (v *dvValidator) differs(data []byte, want byte) (int, byte) {
 }
 
 // stop ends the validator after a last look at every marker and returns
-// what it found.
+// what it found; it may be called again.
 func (v *dvValidator) stop() dvResult {
 	v.quit.Store(true)
 	<-v.done

@@ -178,3 +178,28 @@ func TestParamsRDMACM(t *testing.T) {
 		}
 	}
 }
+
+// TestDataValidationInterrupted: a validated run stopped in the middle
+// (here while the WRITE client sends, the server's validator running)
+// ends with the interruption on both sides, its validators stopped before
+// the buffers go.
+func TestDataValidationInterrupted(t *testing.T) {
+	dev := device(t, emu.ProfileUnrestricted, 2)
+	for _, verb := range []perftest.Verb{perftest.Write, perftest.Read} {
+		t.Run(verb.String(), func(t *testing.T) {
+			cfg := testConfig(perftest.Bandwidth, verb)
+			cfg.DataValidation = true
+			cfg.Size, cfg.Iters = 4096, 1<<40
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			start := time.Now()
+			_, err := runOnce(ctx, normalize(cfg), dev, io.Discard, io.Discard, nil)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("%v, want the deadline", err)
+			}
+			if d := time.Since(start); d > 30*time.Second {
+				t.Errorf("took %s to end", d)
+			}
+		})
+	}
+}
