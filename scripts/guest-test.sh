@@ -47,8 +47,9 @@
 #                rxe1's own (reported only), and under netem on w1 (loss,
 #                delay with reordering, duplication) write_bw and send_bw
 #                of pvperf against perftest, and write_bw, send_bw and
-#                read_bw between the two emulators with --check_data
-#                (durations and packet counters reported). With this group
+#                read_bw between the two emulators with --check_data, and
+#                write_bw with --data_validation (durations and packet
+#                counters reported). With this group
 #                the default time limit is 1200 s; PVPERF_GUEST_WIRE_EMU
 #                replaces the emulator's PVPERF_EMU (e.g.
 #                addr=10.79.0.2,transport=tcp)

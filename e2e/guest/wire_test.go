@@ -718,6 +718,12 @@ func faultPairs(c faultCase) []faultPair {
 		ps = append(ps, faultPair{"pvperf_server/" + test, strings.Join(o, " "),
 			wirePair{server: emuEnd2(test, o...), client: emuEnd(test, o...), serverAddr: *wirePeer2, serverRow: true}})
 	}
+	// perftest's validation too: the sender's chunk markers travel as
+	// fetch-and-adds behind the data, and the validating side (WRITE's
+	// server) fails the run on a wrong byte.
+	o = append(strings.Fields(c.pvOpts), "--data_validation")
+	ps = append(ps, faultPair{"pvperf_server/write_bw_data_validation", strings.Join(o, " "),
+		wirePair{server: emuEnd2("write_bw", o...), client: emuEnd("write_bw", o...), serverAddr: *wirePeer2, serverRow: true}})
 	return ps
 }
 
@@ -773,8 +779,9 @@ func wireNet2(t *testing.T) {
 // TestWireFaults runs pairs with netem impairing what the emulator in
 // -guest.wire-ns sends (loss, delay with reordering, duplication): pvperf
 // against perftest's server on the rxe device, and pvperf against pvperf
-// on a second emulator (-guest.wire-ns2) with --check_data; each run must
-// end well (both exit 0, result rows, no data check failure). Each run
+// on a second emulator (-guest.wire-ns2) with --check_data, and write_bw
+// with --data_validation; each run must end well (both exit 0, result
+// rows, no data check or validation failure). Each run
 // gets a fresh qdisc, so that its netem statistics are its own; they are
 // logged after it with the Network port lines of both pvperf sides, and
 // the durations of all runs at the end.
