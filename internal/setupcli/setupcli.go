@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/pvperf/pvperf/devices"
 	"github.com/pvperf/pvperf/internal/cli"
 	"github.com/pvperf/pvperf/internal/interrupt"
+	"github.com/pvperf/pvperf/verbs"
 )
 
 // Name is the command's name.
@@ -156,11 +158,28 @@ func parse(args []string, stdout, stderr io.Writer) (o options, code int, ok boo
 	return o, ExitOK, true
 }
 
+// procs is the number of processors Go's scheduler gets for a run on dev
+// (0: leave it), given the environment's GOMAXPROCS. On a kernel device a
+// run is system calls and waits for the kernel's events: its goroutines
+// take turns, and a second processor only adds thread wake-ups, which
+// cost more than the commands on an emulated CPU. The emulator does its
+// work in the process and keeps every processor. GOMAXPROCS, when set,
+// decides.
+func procs(dev verbs.Device, env string) int {
+	if env != "" || dev.Kind() == verbs.KindEmulated {
+		return 0
+	}
+	return 1
+}
+
 // run opens the device and runs the benchmark's side (or both).
 func run(ctx context.Context, o options, stdout io.Writer) error {
 	dev, err := devices.Find(o.device)
 	if err != nil {
 		return err
+	}
+	if n := procs(dev, os.Getenv("GOMAXPROCS")); n > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
 	}
 	vctx, err := dev.Open()
 	if err != nil {

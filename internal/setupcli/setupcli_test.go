@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/pvperf/pvperf/devices"
 	"github.com/pvperf/pvperf/internal/cli"
+	"github.com/pvperf/pvperf/verbs"
 )
 
 func call(args ...string) (int, string, string) {
@@ -122,5 +125,42 @@ func TestNoServer(t *testing.T) {
 	rc, out, errOut := call("-d", "emu0", "-p", "1", "-c", "2", "--peer-timeout", "5s", "127.0.0.1")
 	if rc != ExitError || out != "" || !strings.Contains(errOut, "reject") {
 		t.Errorf("exit %d, stdout %q, stderr %q", rc, out, errOut)
+	}
+}
+
+// kernelDevice is a device of kind KindKernel, for procs.
+type kernelDevice struct{ verbs.Device }
+
+func (kernelDevice) Kind() verbs.DeviceKind { return verbs.KindKernel }
+
+// TestProcs: a run on a kernel device gets one scheduler processor unless
+// GOMAXPROCS says otherwise; one on the emulator keeps them all.
+func TestProcs(t *testing.T) {
+	emu0, err := devices.Find("emu0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		dev  verbs.Device
+		env  string
+		want int
+	}{
+		{kernelDevice{emu0}, "", 1},
+		{kernelDevice{emu0}, "4", 0},
+		{emu0, "", 0},
+		{emu0, "1", 0},
+	} {
+		if got := procs(tc.dev, tc.env); got != tc.want {
+			t.Errorf("%v device, GOMAXPROCS=%q: %d processors, want %d", tc.dev.Kind(), tc.env, got, tc.want)
+		}
+	}
+	// A run on the emulator leaves the process's setting as it was.
+	t.Setenv("GOMAXPROCS", "")
+	before := runtime.GOMAXPROCS(0)
+	if rc, _, errOut := call("--loopback", "-c", "2"); rc != ExitOK {
+		t.Fatalf("loopback: exit %d: %s", rc, errOut)
+	}
+	if got := runtime.GOMAXPROCS(0); got != before {
+		t.Errorf("GOMAXPROCS %d after an emulator run, was %d", got, before)
 	}
 }

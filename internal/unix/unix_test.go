@@ -287,3 +287,38 @@ func TestWriteWhenReadable(t *testing.T) {
 		t.Fatalf("after the peer read and wrote: %d, %v", n, err)
 	}
 }
+
+// TestWriteCommand: the raw write returns the count, or the bare errno
+// and 0 bytes (EAGAIN from a full non-blocking pipe, EBADF from no
+// descriptor).
+func TestWriteCommand(t *testing.T) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	if n, err := WriteCommand(p[1], []byte("cmd")); n != 3 || err != nil {
+		t.Fatalf("WriteCommand: %d, %v", n, err)
+	}
+	buf := make([]byte, 8)
+	if n, err := unix.Read(p[0], buf); n != 3 || err != nil || string(buf[:3]) != "cmd" {
+		t.Fatalf("read back %d bytes %q, %v", n, buf[:max(n, 0)], err)
+	}
+	msg := make([]byte, 4096)
+	for {
+		n, err := WriteCommand(p[1], msg)
+		if err == unix.EAGAIN {
+			if n != 0 {
+				t.Fatalf("EAGAIN with %d bytes", n)
+			}
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	unix.Close(p[1])
+	if n, err := WriteCommand(-1, msg); err != unix.EBADF || n != 0 {
+		t.Fatalf("closed descriptor: %d, %v; want 0, EBADF", n, err)
+	}
+}

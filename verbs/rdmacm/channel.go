@@ -49,7 +49,9 @@ type fdKernel struct {
 	fd int
 }
 
-func (k *fdKernel) write(b []byte) (int, error) { return unix.Write(k.fd, b) }
+// write writes a command; rdma_cm's commands return after bounded work
+// (the answers come as events).
+func (k *fdKernel) write(b []byte) (int, error) { return unix.WriteCommand(k.fd, b) }
 
 // getEvent waits with ctx's deadline; a context cancelled sooner ends the
 // wait through a deadline in the past, set after the first (so that it is

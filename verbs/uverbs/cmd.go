@@ -43,7 +43,9 @@ func (k fdKernel) write(b []byte) (int, error) {
 	if k.masked {
 		return unix.WriteMasked(k.fd, b)
 	}
-	return unix.Write(k.fd, b)
+	// The other providers' (rdma_rxe's) commands never wait for a
+	// device.
+	return unix.WriteCommand(k.fd, b)
 }
 
 func (k fdKernel) doorbell(b []byte) (int, error) { return unix.WriteDoorbell(k.fd, b) }
