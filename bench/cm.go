@@ -177,6 +177,11 @@ func (s *session) acceptCM(ctx context.Context) (*cmConn, error) {
 		_ = id.Close()
 		return nil, err
 	}
+	if err := s.cmAckTimeout(id); err != nil {
+		_ = id.Reject(nil)
+		_ = c.Close()
+		return nil, err
+	}
 	if err := verbs.CMModify(id, c.qp, verbs.StateRTR, verbs.StateRTS); err != nil {
 		_ = c.Close()
 		return nil, err
@@ -195,7 +200,7 @@ func (s *session) acceptCM(ctx context.Context) (*cmConn, error) {
 // exchange's QP.
 func (s *session) dialCM(ctx context.Context) (*cmConn, error) {
 	cfg := &s.cfg
-	id, err := s.resolveCM(ctx, verbs.PortSpaceTCP, false)
+	id, err := s.resolveCM(ctx, verbs.PortSpaceTCP, false, true)
 	if err != nil {
 		return nil, err
 	}
@@ -224,8 +229,9 @@ func (s *session) dialCM(ctx context.Context) (*cmConn, error) {
 
 // resolveCM creates an id in ps and resolves the server's address and
 // route (each tried up to cmResolveRetries times), setting the TOS first
-// when tos (-R's ids with --tos), and checks the device.
-func (s *session) resolveCM(ctx context.Context, ps verbs.PortSpace, tos bool) (verbs.CMID, error) {
+// when tos (-R's ids with --tos) and the ACK timeout when ack, and checks
+// the device.
+func (s *session) resolveCM(ctx context.Context, ps verbs.PortSpace, tos, ack bool) (verbs.CMID, error) {
 	cfg := &s.cfg
 	dst, err := lookupIP(ctx, cfg.Server, cfg.IPv6Addr)
 	if err != nil {
@@ -242,14 +248,14 @@ func (s *session) resolveCM(ctx context.Context, ps verbs.PortSpace, tos bool) (
 	if err != nil {
 		return nil, err
 	}
-	if err := s.resolveSteps(ctx, id, src, to, tos); err != nil {
+	if err := s.resolveSteps(ctx, id, src, to, tos, ack); err != nil {
 		_ = id.Close()
 		return nil, err
 	}
 	return id, nil
 }
 
-func (s *session) resolveSteps(ctx context.Context, id verbs.CMID, src netip.Addr, to netip.AddrPort, tos bool) error {
+func (s *session) resolveSteps(ctx context.Context, id verbs.CMID, src netip.Addr, to netip.AddrPort, tos, ack bool) error {
 	cfg := &s.cfg
 	var err error
 	for range cmResolveRetries {
@@ -265,6 +271,11 @@ func (s *session) resolveSteps(ctx context.Context, id verbs.CMID, src netip.Add
 			return fmt.Errorf("rdma_cm: set TOS: %w", err)
 		}
 	}
+	if ack {
+		if err := s.cmAckTimeout(id); err != nil {
+			return err
+		}
+	}
 	for range cmResolveRetries {
 		if err = id.ResolveRoute(ctx, cmResolveTimeout); err == nil || ctx.Err() != nil || !errors.Is(err, verbs.ErrCMTimeout) {
 			break
@@ -274,6 +285,18 @@ func (s *session) resolveSteps(ctx context.Context, id verbs.CMID, src netip.Add
 		return fmt.Errorf("rdma_cm: resolve route to %v: %w", to, err)
 	}
 	return s.cmCheckDevice(id)
+}
+
+// cmAckTimeout gives the RC QP of id the local ACK timeout of -u, as
+// perftest (since 24.10) does on the exchange's id and on RC test ids:
+// without it the connection manager's default applies (on RoCE the packet
+// lifetime + 1: 4.096 µs × 2^17 or 2^19, where -u's default is 2^14), and
+// a lost packet stalls the test 8 or 32 times longer than without -R.
+func (s *session) cmAckTimeout(id verbs.CMID) error {
+	if err := id.SetAckTimeout(uint8(s.cfg.QPTimeout)); err != nil {
+		return fmt.Errorf("rdma_cm: set the ACK timeout: %w", err)
+	}
+	return nil
 }
 
 // cmParam is what the test QPs' connect and accept carry: perftest's
@@ -385,9 +408,17 @@ func (s *session) acceptQPsCM(ctx context.Context, l verbs.CMID) error {
 				_ = id.Reject(nil)
 				return err
 			}
-		} else if err := verbs.CMModify(id, q, verbs.StateInit, verbs.StateRTR, verbs.StateRTS); err != nil {
-			_ = id.Reject(nil)
-			return fmt.Errorf("rdma_cm: QP %d: %w", q.Num(), err)
+		} else {
+			if cfg.Connection == perftest.RC {
+				if err := s.cmAckTimeout(id); err != nil {
+					_ = id.Reject(nil)
+					return err
+				}
+			}
+			if err := verbs.CMModify(id, q, verbs.StateInit, verbs.StateRTR, verbs.StateRTS); err != nil {
+				_ = id.Reject(nil)
+				return fmt.Errorf("rdma_cm: QP %d: %w", q.Num(), err)
+			}
 		}
 		if err := id.Accept(wctx, s.cmParam(q.Num())); err != nil {
 			return fmt.Errorf("rdma_cm: accept QP %d: %w", q.Num(), err)
@@ -432,7 +463,7 @@ func (s *session) dialQPsCM(ctx context.Context) error {
 func (s *session) dialQPCM(ctx context.Context, i int) error {
 	cfg, e := &s.cfg, s.ep
 	q := e.qps[i]
-	id, err := s.resolveCM(ctx, s.cmPortSpace(), true)
+	id, err := s.resolveCM(ctx, s.cmPortSpace(), true, s.cfg.Connection == perftest.RC)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,9 @@ type recCM struct {
 	spaces  []verbs.PortSpace
 	tos     []uint8
 	listens []int // backlogs
+	// rtsTimeouts are the ACK timeouts of the RTS attributes the ids gave
+	// to RC QPs.
+	rtsTimeouts []uint8
 }
 
 type recCMID struct {
@@ -62,6 +65,16 @@ func (x recCMID) SetTOS(t uint8) error {
 	return x.CMID.SetTOS(t)
 }
 
+func (x recCMID) InitQPAttr(st verbs.QPState) (verbs.QPAttr, verbs.QPAttrMask, error) {
+	a, m, err := x.CMID.InitQPAttr(st)
+	if err == nil && st == verbs.StateRTS && m&verbs.AttrTimeout != 0 {
+		x.m.mu.Lock()
+		x.m.rtsTimeouts = append(x.m.rtsTimeouts, a.Timeout)
+		x.m.mu.Unlock()
+	}
+	return a, m, err
+}
+
 func (x recCMID) Listen(n int) error {
 	x.m.mu.Lock()
 	x.m.listens = append(x.m.listens, n)
@@ -90,15 +103,16 @@ func newRecCM(t *testing.T) *recCM {
 // TestRdmaCM: -R runs the test over QPs the connection manager connects,
 // with perftest's parameters: the retry count (--retry_count) in both
 // counts, the outstanding reads as the depths of READ, a listener with a
-// backlog of the QPs, the TOS with --tos; the header says so.
+// backlog of the QPs, the TOS with --tos, -u's ACK timeout on every RC QP
+// (the exchange's too); the header says so.
 func TestRdmaCM(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  func(*Config)
 	}{
 		{"write_bw", func(c *Config) {}},
-		{"read_bw -q 3 --retry_count 5 --tos 96", func(c *Config) {
-			c.Verb, c.NumQPs, c.RetryCount, c.TOS, c.OutReads = perftest.Read, 3, 5, 96, 4
+		{"read_bw -q 3 --retry_count 5 --tos 96 -u 19", func(c *Config) {
+			c.Verb, c.NumQPs, c.RetryCount, c.TOS, c.OutReads, c.QPTimeout = perftest.Read, 3, 5, 96, 4, 19
 		}},
 		{"send_lat", func(c *Config) {
 			c.Test, c.Verb = perftest.Latency, perftest.Send
@@ -146,6 +160,20 @@ func TestRdmaCM(t *testing.T) {
 			}
 			if cfg.TOS < 0 && len(m.tos) != 0 {
 				t.Errorf("TOS set without --tos: %v", m.tos)
+			}
+			// RTS attributes of the exchange's QP (both sides), then of
+			// each RC test QP (both sides).
+			rc := 2
+			if cfg.Connection == perftest.RC {
+				rc += 2 * cfg.NumQPs
+			}
+			if len(m.rtsTimeouts) != rc {
+				t.Errorf("%d RC QPs moved to RTS, want %d", len(m.rtsTimeouts), rc)
+			}
+			for i, to := range m.rtsTimeouts {
+				if to != uint8(cfg.QPTimeout) {
+					t.Errorf("RTS attributes %d: ACK timeout %d, want -u's %d", i, to, cfg.QPTimeout)
+				}
 			}
 		})
 	}
