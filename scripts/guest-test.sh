@@ -21,7 +21,8 @@
 #                failures (no listener, no RDMA device, no answer, a peer
 #                that hangs or dies, too many QPs); cm_setup beside
 #                librdmacm's cmtime (rdmacm-utils), and -R against the
-#                same tests without it (figures reported)
+#                same tests without it, pvperf's and perftest's (figures
+#                reported)
 #   pvperf       the eight pvperf tests, pvperf client against pvperf server;
 #                write_bw and read_bw with --data_validation (and against
 #                PVPERF_GUEST_PERFTEST_NEW's perftest both ways, when given)

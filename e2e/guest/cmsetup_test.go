@@ -280,43 +280,52 @@ var cmDataPath = []dataSpec{
 	{"send_lat -s 2 -n 5000", 5, "t_typical [usec]", "0.95-1.05"},
 }
 
-// TestCMDataPath runs pvperf against pvperf with and without -R in
-// alternating rounds and reports the median of each and their ratio: the
-// connection manager must not change what the data path measures.
+// TestCMDataPath runs pvperf against pvperf, and perftest against
+// perftest, with and without -R, in rounds that rotate the order of the
+// four, and reports the median of each and the ratios with -R to without:
+// the connection manager must not change what pvperf's data path measures,
+// and perftest's own ratio on the same device tells what the device's
+// connection-managed QPs do to any program.
 func TestCMDataPath(t *testing.T) {
 	needDevice(t)
+	type variant struct {
+		bin   func(string) string
+		extra string
+	}
+	variants := []variant{{pv, ""}, {pv, " -R"}, {pt, ""}, {pt, " -R"}}
 	var table strings.Builder
-	fmt.Fprintf(&table, "%-28s %-20s %12s %12s %10s   %s\n", "test", "metric", "without -R", "with -R", "ratio", "target")
+	fmt.Fprintf(&table, "%-28s %-20s %12s %12s %8s   %12s %12s %8s   %s\n", "test", "metric",
+		"pvperf", "pvperf -R", "ratio", "perftest", "perftest -R", "ratio", "target")
 	for _, c := range cmDataPath {
 		test, opts, _ := strings.Cut(c.spec, " ")
-		var plain, cm, ratios []float64
+		vals := make([][]float64, len(variants))
 		for r := 1; r <= *dataRounds; r++ {
-			var v [2]float64
-			order := []int{0, 1}
-			if r%2 == 0 {
-				order = []int{1, 0}
-			}
-			for _, i := range order {
-				extra := []string{"", " -R"}[i]
-				p := pair{server: pv(test), client: pv(test), args: append(common(), strings.Fields(opts+extra)...), timeout: max(*runTimeout, 2*time.Minute)}
+			for k := range variants {
+				i := (k + r) % len(variants)
+				v := variants[i]
+				name := filepath.Base(v.bin(test)) + v.extra
+				p := pair{server: v.bin(test), client: v.bin(test), args: append(common(), strings.Fields(opts+v.extra)...), timeout: max(*runTimeout, 2*time.Minute)}
 				res := p.run()
 				if res.err != nil {
 					res.log(t, p, false)
-					t.Fatalf("round %d, %s%s: %v", r, c.spec, extra, res.err)
+					t.Fatalf("round %d, %s %s: %v", r, name, opts, res.err)
 				}
 				f, err := strconv.ParseFloat(field(res.client, c.field), 64)
 				if err != nil || !(f > 0) {
-					t.Fatalf("round %d, %s%s: no value in field %d: %q", r, c.spec, extra, c.field, field(res.client, c.field))
+					t.Fatalf("round %d, %s %s: no value in field %d: %q", r, name, opts, c.field, field(res.client, c.field))
 				}
-				v[i] = f
+				vals[i] = append(vals[i], f)
 			}
-			plain, cm = append(plain, v[0]), append(cm, v[1])
-			ratios = append(ratios, v[1]/v[0])
 		}
-		fmt.Fprintf(&table, "%-28s %-20s %12s %12s %10.3f   %s\n", c.spec, c.metric, num(median(plain)), num(median(cm)), median(cm)/median(plain), c.target)
-		t.Logf("%s: without -R %v, with -R %v, ratios %v", c.spec, plain, cm, rounded(ratios))
+		m := make([]float64, len(variants))
+		for i := range variants {
+			m[i] = median(vals[i])
+		}
+		fmt.Fprintf(&table, "%-28s %-20s %12s %12s %8.3f   %12s %12s %8.3f   %s\n", c.spec, c.metric,
+			num(m[0]), num(m[1]), m[1]/m[0], num(m[2]), num(m[3]), m[3]/m[2], c.target)
+		t.Logf("%s: pvperf %v, pvperf -R %v, perftest %v, perftest -R %v", c.spec, vals[0], vals[1], vals[2], vals[3])
 	}
-	fmt.Printf("PVPERF-CMDATA-BEGIN\n-R against the same test without it on %s (pvperf/pvperf, medians of %d rounds; reported):\n%sPVPERF-CMDATA-END\n",
+	fmt.Printf("PVPERF-CMDATA-BEGIN\n-R against the same test without it on %s (client/server of one program, medians of %d rounds; reported):\n%sPVPERF-CMDATA-END\n",
 		*device, *dataRounds, table.String())
 }
 
