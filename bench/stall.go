@@ -20,13 +20,24 @@ var ErrStalled = errors.New("no progress")
 var StallTimeout = 15 * time.Second
 
 // stall finds a wait without progress for longer than StallTimeout. A
-// loop calls idle after each empty poll and busy after progress; only
-// every 65536th idle call in a row reads the clock, so the waiting costs
-// no more than a counter.
+// loop calls idle after each empty poll and busy after progress. The clock
+// is read once a wait has lasted stallStart empty polls (a latency loop's
+// waits for its peer seldom do), then every stallCheck: the waiting costs
+// no more than a counter, and a loop whose polls are slow (a loaded or
+// emulated CPU: half a millisecond each was seen) still notices the stall
+// within a second or two of StallTimeout.
 type stall struct {
 	n     uint64
 	since int64
 }
+
+const (
+	stallStart = 0x100
+	stallCheck = 0x1000
+)
+
+// stallNow reads the clock (a variable for tests).
+var stallNow = clock.Now
 
 func (s *stall) busy() { s.n = 0 }
 
@@ -34,16 +45,13 @@ func (s *stall) busy() { s.n = 0 }
 // StallTimeout.
 func (s *stall) idle(what string) error {
 	s.n++
-	if s.n&0xFFFF != 0 {
-		return nil
-	}
-	now := clock.Now()
-	if s.n == 0x10000 {
-		s.since = now
-		return nil
-	}
-	if d := time.Duration(now - s.since); d > StallTimeout {
-		return fmt.Errorf("%w: %s for %v (posted work never completed)", ErrStalled, what, d.Round(10*time.Millisecond))
+	switch {
+	case s.n == stallStart:
+		s.since = stallNow()
+	case s.n > stallStart && s.n%stallCheck == 0:
+		if d := time.Duration(stallNow() - s.since); d > StallTimeout {
+			return fmt.Errorf("%w: %s for %v (posted work never completed)", ErrStalled, what, d.Round(10*time.Millisecond))
+		}
 	}
 	return nil
 }

@@ -101,6 +101,33 @@ func TestStallCountsOnlyIdleWaits(t *testing.T) {
 	}
 }
 
+// TestStallSlowPolls: a loop whose empty polls take half a millisecond
+// each (a loaded, emulated CPU) is told of the stall within a few seconds
+// of StallTimeout, not after 131072 polls (65 s) as when the clock was
+// read every 65536th.
+func TestStallSlowPolls(t *testing.T) {
+	const poll = 500 * time.Microsecond
+	var now int64
+	old := stallNow
+	stallNow = func() int64 { return now }
+	defer func() { stallNow = old }()
+	var s stall
+	var err error
+	n := 0
+	for err == nil && n < 1<<20 {
+		now += int64(poll)
+		n++
+		err = s.idle("waiting")
+	}
+	if !errors.Is(err, ErrStalled) {
+		t.Fatalf("%d slow polls: %v, want ErrStalled", n, err)
+	}
+	took := time.Duration(n) * poll
+	if bound := StallTimeout + 3*time.Second; took < StallTimeout || took > bound {
+		t.Errorf("stall reported after %v of waiting, want between %v and %v", took, StallTimeout, bound)
+	}
+}
+
 // A device that completes every work request, signalled or not, as QEMU's
 // pvrdma device model does.
 type chattyDevice struct{ verbs.Device }
