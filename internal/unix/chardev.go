@@ -85,26 +85,18 @@ func WriteMasked(fd int, b []byte) (int, error) {
 	return Write(fd, b)
 }
 
-// WriteDoorbell is [WriteCommand] for the data path's doorbell commands
-// (post send, request notify): short writes that the kernel completes
-// without sleeping. A polling loop keeps its processor: a scheduler that
-// sees a system call of more than 20 µs (a post on a slow device) hands the
-// processor over and wakes its monitor thread every 20 µs, which costs a
-// loop that makes one call per message a fifth of its rate on an emulated
-// CPU.
-func WriteDoorbell(fd int, b []byte) (int, error) { return WriteCommand(fd, b) }
-
 // WriteCommand is [Write] for commands that the kernel completes after
 // bounded work of its own, without waiting for a device or a peer:
-// rdma_rxe's verbs, rdma_cm's commands (GET_EVENT on a non-blocking
-// descriptor included). It makes the system call without telling the Go
-// scheduler, which keeps the goroutine's processor: a system call the
-// scheduler sees and that lasts more than 20 µs (most commands, on an
-// emulated CPU) has the processor handed to another thread and the monitor
-// thread woken every 20 µs, and the call then waits for a processor again.
-// For a program made of such commands (connection setup) those hand-overs
-// cost more CPU than the commands. b must stay put (outside the Go heap, or
-// referenced by the caller) for the call.
+// rdma_rxe's verbs and the data path's doorbells (post send, request
+// notify), rdma_cm's commands (GET_EVENT on a non-blocking descriptor
+// included). It makes the system call without telling the Go scheduler,
+// which keeps the goroutine's processor: a system call the scheduler sees
+// and that lasts more than 20 µs (most commands, on an emulated CPU) has
+// the processor handed to another thread and the monitor thread woken
+// every 20 µs, and the call then waits for a processor again. That costs a
+// polling loop making one call per message four fifths of its rate, and a
+// connection setup more CPU than its commands. b must stay put (outside
+// the Go heap, or referenced by the caller) for the call.
 func WriteCommand(fd int, b []byte) (int, error) {
 	for {
 		n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)))

@@ -48,7 +48,7 @@ func (k fdKernel) write(b []byte) (int, error) {
 	return unix.WriteCommand(k.fd, b)
 }
 
-func (k fdKernel) doorbell(b []byte) (int, error) { return unix.WriteDoorbell(k.fd, b) }
+func (k fdKernel) doorbell(b []byte) (int, error) { return unix.WriteCommand(k.fd, b) }
 
 func (k fdKernel) ioctl(addr uint64) error { return unix.Ioctl(k.fd, rdmaVerbsIoctl, addr) }
 
