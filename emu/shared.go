@@ -3,10 +3,11 @@
 package emu
 
 import (
-	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/pvperf/pvperf/internal/mmio"
 )
 
 // The object table of a process. It is segment 0 of the process's slot and
@@ -242,11 +243,8 @@ func (l spinLock) lock(h *host) {
 			}
 			continue
 		}
-		if i < 64 {
-			continue
-		}
-		runtime.Gosched()
-		if i%1024 == 0 {
+		mmio.Backoff(i)
+		if i%1024 == 1023 {
 			if start.IsZero() {
 				start = time.Now()
 			} else if time.Since(start) > 100*time.Millisecond && v != me && h.slotDead(v) {
