@@ -120,42 +120,61 @@ func UDPControl(oob []byte) (seg int, drops uint32, haveDrops bool) {
 	return seg, drops, haveDrops
 }
 
+// ReadBatch is the most datagrams a DatagramReader reads at once.
+const ReadBatch = 16
+
 // DatagramReader reads datagrams from a socket without blocking and
-// without allocating: recvmsg(2) with MSG_DONTWAIT. Read must be called
-// where the descriptor is known to be open (inside syscall.RawConn's
-// Read or Control). A DatagramReader is not safe for concurrent use.
+// without allocating: up to ReadBatch of them in one recvmmsg(2) with
+// MSG_DONTWAIT. Read must be called where the descriptor is known to be
+// open (inside syscall.RawConn's Read or Control). A DatagramReader is not
+// safe for concurrent use.
 type DatagramReader struct {
-	msg  unix.Msghdr
-	iov  unix.Iovec
-	name unix.RawSockaddrInet6
+	msgs  [ReadBatch]unix.Mmsghdr
+	iovs  [ReadBatch]unix.Iovec
+	names [ReadBatch]unix.RawSockaddrInet6
 }
 
-// Read reads one datagram into buf and its control messages into oob
-// (neither may be empty). It returns unix.EAGAIN when none is queued.
-func (r *DatagramReader) Read(fd uintptr, buf, oob []byte) (n, oobn int, from netip.AddrPort, err error) {
-	r.iov.Base = &buf[0]
-	r.iov.SetLen(len(buf))
-	r.msg.Name = (*byte)(unsafe.Pointer(&r.name))
-	r.msg.Namelen = unix.SizeofSockaddrInet6
-	r.msg.Iov = &r.iov
-	r.msg.SetIovlen(1)
-	r.msg.Control = &oob[0]
-	r.msg.SetControllen(len(oob))
-	r.msg.Flags = 0
-	k, _, e := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&r.msg)), unix.MSG_DONTWAIT)
-	if e != 0 {
-		return 0, 0, netip.AddrPort{}, e
+// Read reads up to min(len(bufs), ReadBatch) queued datagrams, the i-th
+// into bufs[i] and its control messages into oobs[i] (none may be empty),
+// and returns how many it read; Datagram tells their lengths and sources.
+// It returns unix.EAGAIN when none is queued.
+func (r *DatagramReader) Read(fd uintptr, bufs, oobs [][]byte) (int, error) {
+	n := min(len(bufs), len(oobs), ReadBatch)
+	for i := range n {
+		r.iovs[i].Base = &bufs[i][0]
+		r.iovs[i].SetLen(len(bufs[i]))
+		m := &r.msgs[i]
+		m.Hdr.Name = (*byte)(unsafe.Pointer(&r.names[i]))
+		m.Hdr.Namelen = unix.SizeofSockaddrInet6
+		m.Hdr.Iov = &r.iovs[i]
+		m.Hdr.SetIovlen(1)
+		m.Hdr.Control = &oobs[i][0]
+		m.Hdr.SetControllen(len(oobs[i]))
+		m.Hdr.Flags = 0
+		m.Len = 0
 	}
-	switch r.name.Family {
+	k, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.msgs[0])), uintptr(n), unix.MSG_DONTWAIT, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(k), nil
+}
+
+// Datagram returns the length, the length of the control messages and the
+// source of the i-th datagram of the last Read.
+func (r *DatagramReader) Datagram(i int) (n, oobn int, from netip.AddrPort) {
+	m := &r.msgs[i]
+	name := &r.names[i]
+	switch name.Family {
 	case unix.AF_INET:
-		sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(&r.name))
+		sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(name))
 		p := (*[2]byte)(unsafe.Pointer(&sa.Port))
 		from = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(p[0])<<8|uint16(p[1]))
 	case unix.AF_INET6:
-		p := (*[2]byte)(unsafe.Pointer(&r.name.Port))
-		from = netip.AddrPortFrom(netip.AddrFrom16(r.name.Addr), uint16(p[0])<<8|uint16(p[1]))
+		p := (*[2]byte)(unsafe.Pointer(&name.Port))
+		from = netip.AddrPortFrom(netip.AddrFrom16(name.Addr), uint16(p[0])<<8|uint16(p[1]))
 	}
-	return int(k), int(r.msg.Controllen), from, nil
+	return int(m.Len), int(m.Hdr.Controllen), from
 }
 
 // UDPReceiver hands the datagrams of a UDP socket to a handler, one at a
@@ -167,9 +186,10 @@ type UDPReceiver struct {
 	mu      *sync.Mutex
 	handle  func(from netip.AddrPort, b, oob []byte)
 	rd      DatagramReader
-	buf     []byte
-	oob     [64]byte
+	bufs    [ReadBatch][]byte
+	oobs    [ReadBatch][]byte
 	limit   int
+	big     bool // the last read held a big datagram (see drain)
 	serveFn func(uintptr) bool
 	pollFn  func(uintptr)
 }
@@ -181,7 +201,13 @@ func NewUDPReceiver(c *net.UDPConn, mu *sync.Mutex, handle func(from netip.AddrP
 	if err != nil {
 		return nil, err
 	}
-	r := &UDPReceiver{rc: rc, mu: mu, handle: handle, buf: make([]byte, 1<<16)}
+	r := &UDPReceiver{rc: rc, mu: mu, handle: handle}
+	mem := make([]byte, ReadBatch*(1<<16+oobLen))
+	for i := range ReadBatch {
+		r.bufs[i] = mem[: 1<<16 : 1<<16]
+		r.oobs[i] = mem[1<<16 : 1<<16+oobLen : 1<<16+oobLen]
+		mem = mem[1<<16+oobLen:]
+	}
 	r.serveFn = func(fd uintptr) bool {
 		r.mu.Lock()
 		r.drain(fd, 0)
@@ -207,14 +233,44 @@ func (r *UDPReceiver) Poll(limit int) {
 	r.mu.Unlock()
 }
 
+// oobLen is the room for a datagram's control messages: UDP_GRO's segment
+// size and SO_RXQ_OVFL's drop count.
+const oobLen = 64
+
+// bigDatagram is the size from which a datagram is taken for several the
+// kernel coalesced (UDP GRO).
+const bigDatagram = 8192
+
 // drain reads and handles datagrams until none is queued, or limit of
-// them if limit > 0.
+// them if limit > 0. It reads again even after a read that returned fewer
+// than it asked for: more may have come while those were handled, and
+// the serving goroutine would otherwise go to sleep and be woken for them.
+//
+// Small datagrams are read many at a time, which saves system calls. After
+// a big one (coalesced by the kernel, up to 64 KiB) they are read one at a
+// time: a datagram is then handled as soon as it is read, rather than
+// after the next ones are copied too, and the reads stay in one buffer
+// that the cache holds.
 func (r *UDPReceiver) drain(fd uintptr, limit int) {
-	for i := 0; limit <= 0 || i < limit; i++ {
-		n, oobn, from, err := r.rd.Read(fd, r.buf, r.oob[:])
+	for done := 0; limit <= 0 || done < limit; {
+		want := ReadBatch
+		if r.big {
+			want = 1
+		}
+		if limit > 0 {
+			want = min(want, limit-done)
+		}
+		k, err := r.rd.Read(fd, r.bufs[:want], r.oobs[:want])
 		if err != nil {
 			return // EAGAIN: none queued; else an error of the moment (ENOBUFS)
 		}
-		r.handle(from, r.buf[:n], r.oob[:oobn])
+		big := false
+		for i := range k {
+			n, oobn, from := r.rd.Datagram(i)
+			big = big || n >= bigDatagram
+			r.handle(from, r.bufs[i][:n], r.oobs[i][:oobn])
+		}
+		r.big = big
+		done += k
 	}
 }

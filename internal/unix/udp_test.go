@@ -3,6 +3,7 @@
 package unix
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"net"
@@ -120,43 +121,55 @@ func FuzzUDPControl(f *testing.F) {
 }
 
 // TestUDPReceiver: datagrams reach the handler once each, in order, with
-// their source, whether a polling thread or the serving goroutine reads
-// them; Poll allocates nothing.
+// their own source and length (several are read at once), whether a
+// polling thread or the serving goroutine reads them; Poll allocates
+// nothing.
 func TestUDPReceiver(t *testing.T) {
 	rc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := net.DialUDP("udp", nil, rc.LocalAddr().(*net.UDPAddr))
-	if err != nil {
-		rc.Close()
-		t.Fatal(err)
+	var senders [2]*net.UDPConn
+	for i := range senders {
+		if senders[i], err = net.DialUDP("udp", nil, rc.LocalAddr().(*net.UDPAddr)); err != nil {
+			rc.Close()
+			t.Fatal(err)
+		}
+		defer senders[i].Close()
 	}
-	defer sc.Close()
+	type datagram struct {
+		from netip.AddrPort
+		b    []byte
+	}
+	const n = 200
 	var mu sync.Mutex
-	var got []byte
-	var from netip.AddrPort
+	got := make([]datagram, 0, n)
+	arena := make([]byte, 0, 8*n) // the handler allocates nothing either
 	r, err := NewUDPReceiver(rc, &mu, func(src netip.AddrPort, b, _ []byte) {
-		got = append(got, b...)
-		from = src
+		arena = append(arena, b...)
+		got = append(got, datagram{src, arena[len(arena)-len(b):]})
 	})
 	if err != nil {
 		rc.Close()
 		t.Fatal(err)
 	}
-	const n = 200
+	// Datagram i comes from sender i%2 and holds i%7+1 bytes of value i.
+	want := func(i int) datagram {
+		return datagram{senders[i%2].LocalAddr().(*net.UDPAddr).AddrPort(), bytes.Repeat([]byte{byte(i)}, i%7+1)}
+	}
 	for i := range n {
-		if _, err := sc.Write([]byte{byte(i)}); err != nil {
+		if _, err := senders[i%2].Write(want(i).b); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// A polling thread: 16 at a time.
+	// A polling thread: 16 at a time, then 5 (fewer than a batch).
 	for range 5 {
 		r.Poll(16)
 	}
+	r.Poll(5)
 	mu.Lock()
-	if len(got) != 5*16 {
-		t.Errorf("5 polls of 16 handled %d datagrams", len(got))
+	if len(got) != 5*16+5 {
+		t.Errorf("5 polls of 16 and one of 5 handled %d datagrams", len(got))
 	}
 	mu.Unlock()
 	if allocs := testing.AllocsPerRun(100, func() { r.Poll(1) }); allocs != 0 {
@@ -179,15 +192,24 @@ func TestUDPReceiver(t *testing.T) {
 	if err := <-served; !errors.Is(err, net.ErrClosed) {
 		t.Errorf("Serve after close: %v, want net.ErrClosed", err)
 	}
-	for i, b := range got {
-		if b != byte(i) {
-			t.Fatalf("datagram %d is %d: not in order (%d handled)", i, b, len(got))
+	for i, d := range got {
+		if w := want(i); d.from != w.from || !bytes.Equal(d.b, w.b) {
+			t.Fatalf("datagram %d is %x from %v, want %x from %v (%d handled)", i, d.b, d.from, w.b, w.from, len(got))
 		}
 	}
 	if len(got) != n {
 		t.Errorf("%d of %d datagrams handled", len(got), n)
 	}
-	if from != sc.LocalAddr().(*net.UDPAddr).AddrPort() {
-		t.Errorf("source %v, want %v", from, sc.LocalAddr())
+}
+
+// TestMmsghdrLayout pins struct mmsghdr (recvmmsg(2)) as the kernel lays
+// it out on 64-bit targets: a struct msghdr, then the length.
+func TestMmsghdrLayout(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("64-bit layout")
+	}
+	var m unix.Mmsghdr
+	if s, o := unsafe.Sizeof(m), unsafe.Offsetof(m.Len); s != 64 || o != 56 {
+		t.Errorf("mmsghdr: size %d, Len at %d; want 64 and 56", s, o)
 	}
 }
