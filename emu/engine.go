@@ -93,8 +93,19 @@ func (e *engine) run() {
 				break
 			}
 			x := heap.Pop(&e.q).(timer)
-			e.mu.Unlock()
 			q := x.qp
+			if q.wq != nil {
+				// A network QP's ACK timer moves on with every ACK
+				// that brings progress; until its deadline has come,
+				// the timer waits for it without the send lock, which
+				// a busy sender holds nearly all the time.
+				if dl := q.wq.deadlineNs.Load(); dl > now.UnixNano() {
+					heap.Push(&e.q, timer{at: time.Unix(0, dl), qp: q, seq: x.seq})
+					e.mu.Unlock()
+					continue
+				}
+			}
+			e.mu.Unlock()
 			q.LockSend()
 			if q.timerSeq == x.seq && q.stalled {
 				q.stalled = false

@@ -272,38 +272,49 @@ const (
 	maxSegs    = 64        // the kernel's UDP_MAX_SEGMENTS
 )
 
-// add appends pkt, a packet for dst whose last 4 bytes are room for the
-// ICRC, sending what the batch held first when pkt cannot join it.
-func (w *wirePort) add(b *txBatch, dst netip.Addr, pkt []byte) {
+// reserve returns room in b for a packet of n bytes to dst (the last 4 for
+// its ICRC), sending what b holds first when the packet cannot join it.
+// The caller writes the packet there and calls commit before anything
+// else is added to b: packets are built in place, not copied.
+func (w *wirePort) reserve(b *txBatch, dst netip.Addr, n int) []byte {
 	if b.buf == nil {
 		b.buf = make([]byte, batchBytes+frameMax)
 	}
-	if w.kind == wireRoCEv1 {
-		w.sendV1(b.buf, dst, pkt)
-		return
-	}
-	if w.kind == wireTCP {
-		if b.nseg > 0 && (b.dst != dst || b.n+2+len(pkt) > batchBytes) {
+	switch w.kind {
+	case wireRoCEv1:
+		b.dst = dst
+		return b.buf[roce.GRHLen : roce.GRHLen+n]
+	case wireTCP:
+		if b.nseg > 0 && (b.dst != dst || b.n+2+n > batchBytes) {
 			w.flush(b)
 		}
 		b.dst = dst
-		binary.BigEndian.PutUint16(b.buf[b.n:], uint16(len(pkt)))
-		p := b.buf[b.n+2 : b.n+2+len(pkt)]
-		copy(p, pkt)
-		roce.Seal(roce.Flow{Src: w.addr, Dst: dst, SrcPort: roce.Port}, p)
+		binary.BigEndian.PutUint16(b.buf[b.n:], uint16(n))
+		return b.buf[b.n+2 : b.n+2+n]
+	}
+	if b.nseg > 0 && (!w.gso.Load() || b.dst != dst || b.short || n > b.seg || b.nseg == maxSegs || b.n+n > batchBytes) {
+		w.flush(b)
+	}
+	if b.nseg == 0 {
+		b.seg, b.dst = n, dst
+	}
+	return b.buf[b.n : b.n+n]
+}
+
+// commit seals pkt, the packet written where reserve said, and adds it to
+// b (a RoCE v1 frame goes at once).
+func (w *wirePort) commit(b *txBatch, pkt []byte) {
+	switch w.kind {
+	case wireRoCEv1:
+		w.sendV1(b.buf[:roce.GRHLen+len(pkt)], b.dst)
+		return
+	case wireTCP:
+		roce.Seal(roce.Flow{Src: w.addr, Dst: b.dst, SrcPort: roce.Port}, pkt)
 		b.n += 2 + len(pkt)
 		b.nseg++
 		return
 	}
-	if b.nseg > 0 && (!w.gso.Load() || b.dst != dst || b.short || len(pkt) > b.seg || b.nseg == maxSegs || b.n+len(pkt) > batchBytes) {
-		w.flush(b)
-	}
-	if b.nseg == 0 {
-		b.seg, b.dst = len(pkt), dst
-	}
-	p := b.buf[b.n : b.n+len(pkt)]
-	copy(p, pkt)
-	roce.Seal(roce.Flow{Src: w.addr, Dst: dst, SrcPort: roce.Port, ID: uint16(b.nseg)}, p)
+	roce.Seal(roce.Flow{Src: w.addr, Dst: b.dst, SrcPort: roce.Port, ID: uint16(b.nseg)}, pkt)
 	b.short = len(pkt) < b.seg
 	b.n += len(pkt)
 	b.nseg++
@@ -497,32 +508,31 @@ func (w *wirePort) readTCP(peer netip.Addr, l *tcpLink) {
 		delete(w.allLinks, l)
 		w.mu.Unlock()
 	}()
-	var buf [frameMax]byte
+	// Reads take what the stream holds, up to 64 KiB: the frames a read
+	// completes are handled where they lie, and a partial one moves to
+	// the front to wait for the rest.
+	buf := make([]byte, 1<<16+2+frameMax)
+	have := 0
 	for {
-		if _, err := readFull(l.c, buf[:2]); err != nil {
-			return
+		off := 0
+		for have-off >= 2 {
+			n := int(binary.BigEndian.Uint16(buf[off:]))
+			if n > frameMax {
+				return // not a peer of ours
+			}
+			if have-off < 2+n {
+				break
+			}
+			w.input(peer, roce.Port, buf[off+2:off+2+n], 0)
+			off += 2 + n
 		}
-		n := int(binary.BigEndian.Uint16(buf[:2]))
-		if n > len(buf) {
-			return // not a peer of ours
-		}
-		if _, err := readFull(l.c, buf[:n]); err != nil {
-			return
-		}
-		w.input(peer, roce.Port, buf[:n], 0)
-	}
-}
-
-func readFull(c *net.TCPConn, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		k, err := c.Read(b[n:])
-		n += k
+		have = copy(buf, buf[off:have])
+		k, err := l.c.Read(buf[have:])
 		if err != nil {
-			return n, err
+			return
 		}
+		have += k
 	}
-	return n, nil
 }
 
 // input handles one packet from src; id is the likeliest IPv4
@@ -542,16 +552,13 @@ func (w *wirePort) input(src netip.Addr, srcPort uint16, b []byte, id uint16) {
 		w.dispatch(src, &p)
 		return
 	}
+	// The ICRC covers the IPv4 header's Identification, which a UDP
+	// socket does not report: from emulated devices 0, or the datagram's
+	// place in a segmented batch (id); a hashed value from rdma_rxe.
 	f := roce.Flow{Src: src, Dst: w.addr, SrcPort: srcPort, ID: id}
-	if !roce.CheckICRC(f, b) {
-		// The ICRC covers the IPv4 header's Identification, which a
-		// UDP socket does not report: from emulated devices 0, or the
-		// datagram's place in a segmented batch; a hashed value from
-		// rdma_rxe.
-		if _, ok := roce.CheckICRCAnyID(f, b); !src.Is4() || !ok {
-			w.drop(dropICRC)
-			return
-		}
+	if _, ok := roce.CheckICRCAnyID(f, b); !ok {
+		w.drop(dropICRC)
+		return
 	}
 	w.dispatch(src, &p)
 }
@@ -710,17 +717,16 @@ func (w *wirePort) readRaw() {
 	}
 }
 
-// sendV1 sends pkt to dst in a RoCE v1 frame built in buf.
-func (w *wirePort) sendV1(buf []byte, dst netip.Addr, pkt []byte) {
+// sendV1 sends frame, a packet behind room for its GRH, to dst as a RoCE
+// v1 frame.
+func (w *wirePort) sendV1(frame []byte, dst netip.Addr) {
 	w.txPkts.Add(1)
 	mac, ok := w.macOf(dst)
 	if !ok {
 		w.drop(dropSend) // lost until the neighbour is known; retransmitted
 		return
 	}
-	roce.PutGRH(buf, w.gid, dst.As16(), 0, 64, len(pkt))
-	frame := buf[:roce.GRHLen+len(pkt)]
-	copy(frame[roce.GRHLen:], pkt)
+	roce.PutGRH(frame, w.gid, dst.As16(), 0, 64, len(frame)-roce.GRHLen)
 	roce.SealV1(frame[:roce.GRHLen], frame[roce.GRHLen:])
 	if err := w.raw.WriteTo(frame, mac); err != nil {
 		w.drop(dropSend)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pvperf/pvperf/emu/roce"
@@ -33,6 +34,16 @@ type wireQP struct {
 	port *wirePort
 	peer netip.Addr // RC/UC: the destination's address
 
+	// ACKs handed over by the receive goroutine to the thread that holds
+	// the send lock (handOverACK): the newest one's PSN|ackValid, or 0;
+	// inTx is set while that thread transmits and will look at ackPend
+	// before it returns.
+	ackPend atomic.Uint32
+	inTx    atomic.Bool
+	// deadlineNs is deadline (below) for the engine, which reads it
+	// without the send lock.
+	deadlineNs atomic.Int64
+
 	// Requester, under the send lock.
 	txHead   uint32 // SQ index of the WQE being (re)transmitted or next
 	txOff    uint64 // bytes of the current record already sent
@@ -50,7 +61,6 @@ type wireQP struct {
 	rnrWait  bool
 	nakPSN   uint32 // last PSN retransmitted for a sequence NAK
 	nakValid bool
-	txb      [frameMax]byte
 	tb       txBatch // packets not yet sent
 
 	// Responder, under rmu (the port's receive goroutine).
@@ -74,7 +84,6 @@ type wireQP struct {
 	udSrcQPN uint32
 	udNext   uint32
 	wmr      mrCache // last region written or read remotely
-	rxb      [frameMax]byte
 	rb       txBatch // responses not yet sent
 	rwqe     [pvrdma.RecvHdrSize + 64*pvrdma.SGESize]byte
 	grh      [40]byte
@@ -119,6 +128,7 @@ func (wq *wireQP) resetReq(q *qp) {
 	wq.txPSN, wq.una = q.sqPSN, q.sqPSN
 	wq.outHead, wq.outN, wq.reads, wq.noAck = 0, 0, 0, 0
 	wq.rnrWait, wq.nakValid = false, false
+	wq.ackPend.Store(0)
 	if wq.armed {
 		wq.armed = false
 		q.timerSeq++
@@ -158,7 +168,71 @@ func (q *qp) wireExecute() {
 	if wq.rnrWait {
 		return
 	}
+	wq.inTx.Store(true)
 	q.wireTransmit()
+	for {
+		wq.inTx.Store(false)
+		if wq.ackPend.Load() == 0 {
+			return
+		}
+		wq.inTx.Store(true)
+		q.takeACK()
+		if q.state() != verbs.StateRTS || wq.rnrWait {
+			wq.inTx.Store(false)
+			return
+		}
+		q.wireTransmit()
+	}
+}
+
+// ackValid marks ackPend as holding a PSN.
+const ackValid = 1 << 31
+
+// handOverACK leaves a positive ACK from src for psn to the thread that
+// holds the send lock, if it is transmitting: it handles the ACK (and
+// sends what the window then lets through) before it releases the lock,
+// and the receive goroutine need not wait for the lock, held across
+// system calls, nor hold it across its own. It reports false when the ACK
+// must be handled with the lock taken; the receiver then takes it and
+// calls takeACK. Positive ACKs are cumulative: the newest one handed over
+// stands for those before it.
+func (q *qp) handOverACK(src netip.Addr, psn uint32) bool {
+	wq := q.wq
+	wq.rmu.Lock()
+	ok := q.wrc && src == wq.peer
+	wq.rmu.Unlock()
+	if !ok {
+		return false
+	}
+	for {
+		old := wq.ackPend.Load()
+		if old != 0 && psnDiff(psn, old&0xFFFFFF) <= 0 {
+			break
+		}
+		if wq.ackPend.CompareAndSwap(old, ackValid|psn) {
+			break
+		}
+	}
+	// The holder clears inTx before it looks at ackPend, and this
+	// thread set ackPend before it looks at inTx: one of the two sees
+	// the other's store.
+	return wq.inTx.Load()
+}
+
+// takeACK handles the ACK handed over, if any, under the send lock, and
+// reports whether there was one.
+func (q *qp) takeACK() bool {
+	wq := q.wq
+	v := wq.ackPend.Swap(0)
+	if v == 0 {
+		return false
+	}
+	if q.state() != verbs.StateRTS && q.state() != verbs.StateSQD || wq.outN == 0 {
+		wq.port.drop(dropDuplicate)
+		return true
+	}
+	q.ackUpTo(v &^ ackValid)
+	return true
 }
 
 // wireTimer handles a fired timer; false means the QP failed.
@@ -192,6 +266,7 @@ func (q *qp) wireTimer() bool {
 func (q *qp) arm(at time.Time) {
 	wq := q.wq
 	wq.deadline = at
+	wq.deadlineNs.Store(at.UnixNano())
 	if wq.armed {
 		return
 	}
@@ -511,14 +586,14 @@ func connOpcode(send, imm, first, last, uc bool) roce.Opcode {
 // the QP's peer.
 func (q *qp) sendPacket(p *roce.Packet, w pvrdma.SendWQE, off uint64, n int) {
 	wq := q.wq
-	pkt := wq.txb[2:]
+	total := roce.Len(p.Opcode, n)
+	pkt := wq.port.reserve(&wq.tb, wq.peer, total)
 	hl := roce.Encode(pkt, p, n)
 	if n > 0 {
 		q.payloadAt(w, off, pkt[hl:hl+n])
 	}
-	total := roce.Len(p.Opcode, n)
 	clear(pkt[hl+n : total-4])
-	wq.port.add(&wq.tb, wq.peer, pkt[:total])
+	wq.port.commit(&wq.tb, pkt)
 }
 
 // completeHead completes the oldest record with status st.
@@ -608,6 +683,10 @@ func (q *qp) ackUpTo(psn uint32) bool {
 
 // wireResponse handles an ACK, NAK, read response or atomic ACK.
 func (q *qp) wireResponse(src netip.Addr, p *roce.Packet) {
+	plainACK := p.Opcode == roce.RCAck && roce.IsACK(p.Syndrome)
+	if plainACK && q.handOverACK(src, p.PSN) {
+		return
+	}
 	q.LockSend()
 	defer q.UnlockSend()
 	wq := q.wq
@@ -615,15 +694,20 @@ func (q *qp) wireResponse(src netip.Addr, p *roce.Packet) {
 		wq.port.drop(dropSource)
 		return
 	}
-	if q.state() != verbs.StateRTS && q.state() != verbs.StateSQD || wq.outN == 0 {
-		wq.port.drop(dropDuplicate)
-		return
-	}
 	defer func() {
 		if q.state() == verbs.StateRTS && !wq.rnrWait {
 			q.wireTransmit()
 		}
 	}()
+	// An ACK handed over and not taken comes before this packet; this
+	// packet, if a plain ACK, is among them.
+	if q.takeACK() && plainACK {
+		return
+	}
+	if q.state() != verbs.StateRTS && q.state() != verbs.StateSQD || wq.outN == 0 {
+		wq.port.drop(dropDuplicate)
+		return
+	}
 	switch p.Opcode {
 	case roce.RCAck:
 		syn := p.Syndrome
@@ -820,8 +904,9 @@ func (q *qp) sendUD(w pvrdma.SendWQE, op pvrdma.Opcode, dqpn, qkey uint32, av pv
 	p.QKey = qkey
 	p.SrcQPN = q.qpn
 	p.SE = w.Flags()&pvrdma.FlagSolicited != 0
-	pkt := wq.txb[2:]
 	n := int(length)
+	total := roce.Len(p.Opcode, n)
+	pkt := wq.port.reserve(&wq.tb, wireAddr(av.DGID), total)
 	hl := roce.Encode(pkt, &p, n)
 	if data != nil {
 		copy(pkt[hl:], data)
@@ -831,9 +916,8 @@ func (q *qp) sendUD(w pvrdma.SendWQE, op pvrdma.Opcode, dqpn, qkey uint32, av pv
 			dst = dst[copy(dst, q.srcs[i]):]
 		}
 	}
-	total := roce.Len(p.Opcode, n)
 	clear(pkt[hl+n : total-4])
-	wq.port.add(&wq.tb, wireAddr(av.DGID), pkt[:total])
+	wq.port.commit(&wq.tb, pkt)
 	wq.port.flush(&wq.tb)
 }
 

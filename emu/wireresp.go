@@ -465,12 +465,12 @@ func (q *qp) sendAtomicAck(psn uint32, orig uint64) {
 // buffer.
 func (q *qp) respond(r *roce.Packet, b []byte) {
 	wq := q.wq
-	pkt := wq.rxb[2:]
+	total := roce.Len(r.Opcode, len(b))
+	pkt := wq.port.reserve(&wq.rb, wq.peer, total)
 	hl := roce.Encode(pkt, r, len(b))
 	copy(pkt[hl:], b)
-	total := roce.Len(r.Opcode, len(b))
 	clear(pkt[hl+len(b) : total-4])
-	wq.port.add(&wq.rb, wq.peer, pkt[:total])
+	wq.port.commit(&wq.rb, pkt)
 }
 
 // udInput delivers a UD datagram.

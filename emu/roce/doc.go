@@ -24,7 +24,8 @@
 // packets carry non-zero IDs that a UDP socket does not report. Flow.ID
 // holds the ID of the packets one sends (0 for an unconnected UDP socket
 // with IP_PMTUDISC_DO, which sends DF and ID 0); CheckICRCAnyID checks a
-// received IPv4 packet whose ID is unknown and recovers the ID.
+// received IPv4 packet whose ID is unknown and recovers the ID, in one
+// pass over the packet.
 //
 // # Concurrency
 //

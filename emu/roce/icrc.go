@@ -158,13 +158,15 @@ func CheckICRC(f Flow, pkt []byte) bool {
 
 // CheckICRCAnyID checks the ICRC of a packet received over IPv4 whose IP
 // Identification is unknown, as it is to a UDP socket, and returns that
-// ID; f.ID is ignored. For IPv6 it is CheckICRC, with ID 0.
+// ID. f.ID is the likeliest ID: a packet that carries it costs one pass
+// over the packet, as CheckICRC, and any other costs little more. For IPv6
+// it is CheckICRC, with ID 0.
 //
 // The CRC is linear, so the received ICRC differs from the one computed
-// with ID 0 by a value that depends only on the ID and the packet length;
-// CheckICRCAnyID solves for the ID. Each of the 2^16 IDs is accepted for
-// one ICRC value, so a corrupted packet passes with probability 2^-16
-// instead of 2^-32.
+// with f.ID by a value that depends only on the two IDs' difference and
+// the packet length; CheckICRCAnyID solves for the difference. Each of the
+// 2^16 IDs is accepted for one ICRC value, so a corrupted packet passes
+// with probability 2^-16 instead of 2^-32.
 func CheckICRCAnyID(f Flow, pkt []byte) (id uint16, ok bool) {
 	if len(pkt) < bthLen+icrcLen {
 		return 0, false
@@ -172,21 +174,24 @@ func CheckICRCAnyID(f Flow, pkt []byte) (id uint16, ok bool) {
 	if !f.is4() {
 		return 0, CheckICRC(f, pkt)
 	}
-	f.ID = 0
 	d := binary.LittleEndian.Uint32(pkt[len(pkt)-icrcLen:]) ^ ICRC(f, pkt)
+	if d == 0 {
+		return f.ID, true
+	}
 	// Undo the zero bytes that follow the ID in the covered data: the
 	// rest of the IPv4 header (14 bytes), the UDP header (8) and pkt
 	// without its ICRC.
 	d = mulmod(d, xpowInv8Cached(len(pkt)+18))
+	var delta uint16
 	for d != 0 {
 		top := 31 - bits.LeadingZeros32(d)
 		if idPivot[top] == 0 {
 			return 0, false
 		}
 		d ^= idPivot[top]
-		id ^= idComb[top]
+		delta ^= idComb[top]
 	}
-	return id, true
+	return f.ID ^ delta, true
 }
 
 // mulmod returns a·b modulo the CRC polynomial, both in the reflected

@@ -214,9 +214,17 @@ func TestCheckICRCAnyID(t *testing.T) {
 		f := flow4
 		f.ID = uint16(rng.Uint32())
 		Seal(f, b)
-		id, ok := CheckICRCAnyID(flow4, b)
+		// The likeliest ID given: 0, a wrong one or the right one.
+		guess := flow4
+		switch rng.IntN(3) {
+		case 1:
+			guess.ID = uint16(rng.Uint32())
+		case 2:
+			guess.ID = f.ID
+		}
+		id, ok := CheckICRCAnyID(guess, b)
 		if !ok || id != f.ID {
-			t.Fatalf("%d bytes, ID %#x: got %#x, %v", n, f.ID, id, ok)
+			t.Fatalf("%d bytes, ID %#x, guessed %#x: got %#x, %v", n, f.ID, guess.ID, id, ok)
 		}
 	}
 	// IPv6 has no ID.
