@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -56,13 +58,29 @@ func env() []string {
 // freePort returns a TCP port that was free a moment ago.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// Below the kernel's ephemeral range (32768 and up by default), where
+	// no outgoing connection of a test running meanwhile takes it, and
+	// one after the other from a random start, so that parallel tests of
+	// this process do not pick the same.
+	for range 1000 {
+		p := int(nextPort.Add(1))%(32768-10000) + 10000
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return p
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port from 10000 to 32767")
+	return 0
 }
+
+// nextPort is the last port freePort tried.
+var nextPort = func() *atomic.Int32 {
+	var v atomic.Int32
+	v.Store(rand.Int32N(32768 - 10000))
+	return &v
+}()
 
 // proc is a running command with its output collected.
 type proc struct {

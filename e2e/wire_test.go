@@ -42,9 +42,9 @@ func TestWireTwoProcesses(t *testing.T) {
 				envOf := func(addr string) []string {
 					return append(os.Environ(), "PVPERF_EMU=addr="+addr+",transport="+transport)
 				}
-				// The TCP transport's connections take ephemeral ports
-				// too: a port freePort found may be gone when the
-				// server binds it, and then another is tried.
+				// A port freePort found may be gone when the server
+				// binds it (another test process took it), and then
+				// another is tried.
 				var srv *proc
 				var args []string
 				for attempt := 0; ; attempt++ {
