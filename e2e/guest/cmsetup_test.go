@@ -299,6 +299,7 @@ func TestCMDataPath(t *testing.T) {
 	for _, c := range cmDataPath {
 		test, opts, _ := strings.Cut(c.spec, " ")
 		vals := make([][]float64, len(variants))
+		lost := make([]int, len(variants))
 		for r := 1; r <= *dataRounds; r++ {
 			for k := range variants {
 				i := (k + r) % len(variants)
@@ -312,7 +313,19 @@ func TestCMDataPath(t *testing.T) {
 				}
 				f, err := strconv.ParseFloat(field(res.client, c.field), 64)
 				if err != nil || !(f > 0) {
-					t.Fatalf("round %d, %s %s: no value in field %d: %q", r, name, opts, c.field, field(res.client, c.field))
+					if i < 2 {
+						res.log(t, p, false)
+						t.Fatalf("round %d, %s %s: no value in field %d: %q", r, name, opts, c.field, field(res.client, c.field))
+					}
+					// perftest's own figure: perftest 6.06 has been
+					// seen to print a bandwidth of 0.00 on this
+					// emulated CPU. The round is left out of its
+					// median; losing more than a third fails.
+					t.Logf("round %d, %s %s: perftest printed %q in field %d; the round is left out. Its output:\n%s", r, name, opts, field(res.client, c.field), c.field, res.client)
+					if lost[i]++; lost[i] > *dataRounds/3 {
+						t.Fatalf("%s %s: perftest printed no value in %d of %d rounds", name, opts, lost[i], *dataRounds)
+					}
+					continue
 				}
 				vals[i] = append(vals[i], f)
 			}
