@@ -301,6 +301,17 @@ func (w *wirePort) reserve(b *txBatch, dst netip.Addr, n int) []byte {
 	return b.buf[b.n : b.n+n]
 }
 
+// encode reserves room in b for p with n payload bytes to dst, writes its
+// headers and clears its pad. It returns the packet and its payload, which
+// the caller fills before it calls commit with the packet.
+func (w *wirePort) encode(b *txBatch, dst netip.Addr, p *roce.Packet, n int) (pkt, payload []byte) {
+	total := roce.Len(p.Opcode, n)
+	pkt = w.reserve(b, dst, total)
+	hl := roce.Encode(pkt, p, n)
+	clear(pkt[hl+n : total-4])
+	return pkt, pkt[hl : hl+n]
+}
+
 // commit seals pkt, the packet written where reserve said, and adds it to
 // b (a RoCE v1 frame goes at once).
 func (w *wirePort) commit(b *txBatch, pkt []byte) {

@@ -586,13 +586,10 @@ func connOpcode(send, imm, first, last, uc bool) roce.Opcode {
 // the QP's peer.
 func (q *qp) sendPacket(p *roce.Packet, w pvrdma.SendWQE, off uint64, n int) {
 	wq := q.wq
-	total := roce.Len(p.Opcode, n)
-	pkt := wq.port.reserve(&wq.tb, wq.peer, total)
-	hl := roce.Encode(pkt, p, n)
+	pkt, payload := wq.port.encode(&wq.tb, wq.peer, p, n)
 	if n > 0 {
-		q.payloadAt(w, off, pkt[hl:hl+n])
+		q.payloadAt(w, off, payload)
 	}
-	clear(pkt[hl+n : total-4])
 	wq.port.commit(&wq.tb, pkt)
 }
 
@@ -904,19 +901,14 @@ func (q *qp) sendUD(w pvrdma.SendWQE, op pvrdma.Opcode, dqpn, qkey uint32, av pv
 	p.QKey = qkey
 	p.SrcQPN = q.qpn
 	p.SE = w.Flags()&pvrdma.FlagSolicited != 0
-	n := int(length)
-	total := roce.Len(p.Opcode, n)
-	pkt := wq.port.reserve(&wq.tb, wireAddr(av.DGID), total)
-	hl := roce.Encode(pkt, &p, n)
+	pkt, dst := wq.port.encode(&wq.tb, wireAddr(av.DGID), &p, int(length))
 	if data != nil {
-		copy(pkt[hl:], data)
+		copy(dst, data)
 	} else {
-		dst := pkt[hl : hl+n]
 		for i := range w.NumSGE() {
 			dst = dst[copy(dst, q.srcs[i]):]
 		}
 	}
-	clear(pkt[hl+n : total-4])
 	wq.port.commit(&wq.tb, pkt)
 	wq.port.flush(&wq.tb)
 }

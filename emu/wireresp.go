@@ -465,11 +465,8 @@ func (q *qp) sendAtomicAck(psn uint32, orig uint64) {
 // buffer.
 func (q *qp) respond(r *roce.Packet, b []byte) {
 	wq := q.wq
-	total := roce.Len(r.Opcode, len(b))
-	pkt := wq.port.reserve(&wq.rb, wq.peer, total)
-	hl := roce.Encode(pkt, r, len(b))
-	copy(pkt[hl:], b)
-	clear(pkt[hl+len(b) : total-4])
+	pkt, payload := wq.port.encode(&wq.rb, wq.peer, r, len(b))
+	copy(payload, b)
 	wq.port.commit(&wq.rb, pkt)
 }
 
