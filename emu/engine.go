@@ -99,8 +99,8 @@ func (e *engine) run() {
 				// that brings progress; until its deadline has come,
 				// the timer waits for it without the send lock, which
 				// a busy sender holds nearly all the time.
-				if dl := q.wq.deadlineNs.Load(); dl > now.UnixNano() {
-					heap.Push(&e.q, timer{at: time.Unix(0, dl), qp: q, seq: x.seq})
+				if dl := q.wq.deadlineNs.Load(); dl > monoNs(now) {
+					heap.Push(&e.q, timer{at: monoTime(dl), qp: q, seq: x.seq})
 					e.mu.Unlock()
 					continue
 				}
@@ -139,3 +139,15 @@ func (h *host) housekeeping() {
 		q.UnlockSend()
 	}
 }
+
+// monoBase is the origin of monoNs: times kept in an integer, for atomic
+// access, count from it on the monotonic clock, which a step of the wall
+// clock does not move.
+var monoBase = time.Now()
+
+// monoNs returns t in nanoseconds since monoBase (t must come from
+// time.Now, or be derived from such a time, to carry a monotonic reading).
+func monoNs(t time.Time) int64 { return int64(t.Sub(monoBase)) }
+
+// monoTime is the inverse of monoNs.
+func monoTime(ns int64) time.Time { return monoBase.Add(time.Duration(ns)) }

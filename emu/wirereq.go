@@ -41,7 +41,8 @@ type wireQP struct {
 	ackPend atomic.Uint32
 	inTx    atomic.Bool
 	// deadlineNs is deadline (below) for the engine, which reads it
-	// without the send lock.
+	// without the send lock, in monoNs; 0 while an RNR NAK's wait runs
+	// (or no timer is armed), when the timer must fire when scheduled.
 	deadlineNs atomic.Int64
 
 	// Requester, under the send lock.
@@ -129,6 +130,7 @@ func (wq *wireQP) resetReq(q *qp) {
 	wq.outHead, wq.outN, wq.reads, wq.noAck = 0, 0, 0, 0
 	wq.rnrWait, wq.nakValid = false, false
 	wq.ackPend.Store(0)
+	wq.deadlineNs.Store(0)
 	if wq.armed {
 		wq.armed = false
 		q.timerSeq++
@@ -266,7 +268,13 @@ func (q *qp) wireTimer() bool {
 func (q *qp) arm(at time.Time) {
 	wq := q.wq
 	wq.deadline = at
-	wq.deadlineNs.Store(at.UnixNano())
+	if wq.rnrWait {
+		// The RNR timer, armed when the NAK came, fires when it was
+		// scheduled: the ACK deadline moving on does not delay it.
+		wq.deadlineNs.Store(0)
+	} else {
+		wq.deadlineNs.Store(monoNs(at))
+	}
 	if wq.armed {
 		return
 	}
