@@ -38,6 +38,10 @@ const (
 	labLat = "-n 100"
 )
 
+// checkData is added to the options of a pvperf pair in the lab: each side
+// checks that the bytes the device model delivered are the ones sent.
+const checkData = " --check_data"
+
 // noRDMA is why the tests of RDMA WRITE, READ and atomics fail: QEMU 7.2
 // posts every guest send work request to the backend as IBV_WR_SEND, and
 // gives the guest no remote key the backend knows; the operation arrives
@@ -132,14 +136,14 @@ func freshGID(t *testing.T) int {
 // expected failure: both sides send to the one GID they share, and the
 // second sender gets the first one's address handle) and the six tests of
 // RDMA operations (expected failures), with server and client from dirs.
-func labTests(t *testing.T, cmd func(string) string) {
+func labTests(t *testing.T, cmd func(string) string, check string) {
 	for _, test := range []string{"send_bw", "send_lat"} {
 		t.Run(test, func(t *testing.T) {
-			pair{server: cmd(test), client: cmd(test), args: labArgs(*gidIndex, labOpts(test)), serverRow: true}.check(t)
+			pair{server: cmd(test), client: cmd(test), args: labArgs(*gidIndex, labOpts(test)+check), serverRow: true}.check(t)
 		})
 	}
 	t.Run("send_bw_UD", func(t *testing.T) {
-		pair{server: cmd("send_bw"), client: cmd("send_bw"), args: labArgs(freshGID(t), "-c UD "+labBW), serverRow: true}.check(t)
+		pair{server: cmd("send_bw"), client: cmd("send_bw"), args: labArgs(freshGID(t), "-c UD "+labBW+check), serverRow: true}.check(t)
 	})
 	t.Run("xfail_send_lat_UD", func(t *testing.T) {
 		pair{server: cmd("send_lat"), client: cmd("send_lat"), args: labArgs(freshGID(t), "-c UD "+labLat)}.expectFail(t, staleAH)
@@ -152,17 +156,18 @@ func labTests(t *testing.T, cmd func(string) string) {
 }
 
 // TestLabSmoke is what CI runs in the lab: pvperf's send_bw, send_lat and
-// send_bw -c UD, one interop pair and one expected failure.
+// send_bw -c UD, each side checking the bytes it received, one interop
+// pair and one expected failure.
 func TestLabSmoke(t *testing.T) {
 	needLab(t)
 	t.Run("send_bw", func(t *testing.T) {
-		pair{server: pv("send_bw"), client: pv("send_bw"), args: labArgs(*gidIndex, labBW), serverRow: true}.check(t)
+		pair{server: pv("send_bw"), client: pv("send_bw"), args: labArgs(*gidIndex, labBW+checkData), serverRow: true}.check(t)
 	})
 	t.Run("send_lat", func(t *testing.T) {
-		pair{server: pv("send_lat"), client: pv("send_lat"), args: labArgs(*gidIndex, labLat), serverRow: true}.check(t)
+		pair{server: pv("send_lat"), client: pv("send_lat"), args: labArgs(*gidIndex, labLat+checkData), serverRow: true}.check(t)
 	})
 	t.Run("send_bw_UD", func(t *testing.T) {
-		pair{server: pv("send_bw"), client: pv("send_bw"), args: labArgs(freshGID(t), "-c UD "+labBW), serverRow: true}.check(t)
+		pair{server: pv("send_bw"), client: pv("send_bw"), args: labArgs(freshGID(t), "-c UD "+labBW+checkData), serverRow: true}.check(t)
 	})
 	t.Run("interop_send_bw_pvperf_server", func(t *testing.T) {
 		pair{server: pv("send_bw"), client: pt("send_bw"), args: labArgs(*gidIndex, labBW), serverRow: true}.check(t)
@@ -175,7 +180,7 @@ func TestLabSmoke(t *testing.T) {
 // TestLabPvperf runs the eight tests, pvperf against pvperf.
 func TestLabPvperf(t *testing.T) {
 	needLab(t)
-	labTests(t, pv)
+	labTests(t, pv, checkData)
 }
 
 // TestLabReference runs the same tests, perftest against perftest: what
@@ -185,7 +190,7 @@ func TestLabReference(t *testing.T) {
 	needLab(t)
 	defer func(d time.Duration) { *runTimeout = d }(*runTimeout)
 	*runTimeout = 45 * time.Second
-	labTests(t, pt)
+	labTests(t, pt, "")
 }
 
 // TestLabCQMod runs send_bw with perftest's default cq_mod (100): the
