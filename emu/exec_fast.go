@@ -23,7 +23,7 @@ import (
 // hit returns the bytes of [addr, addr+n) when the cache holds the region
 // of key, still registered, with the access need.
 func (c *mrCache) hit(key uint32, addr, n uint64, need verbs.Access) ([]byte, bool) {
-	if key != c.key {
+	if key != c.key || c.e == nil { // an empty cache has key 0
 		return nil, false
 	}
 	if c.access&need != need {
