@@ -160,7 +160,9 @@ func (s *session) runRDMABW(ctx context.Context) error {
 			}
 			time.Sleep(dvDrain)
 		}
-		if writeImm || (cfg.Bidirectional && cfg.AllSizes) {
+		// perftest syncs after each size of -a only (write_bw.c's
+		// RUN_ALL branch); a single size ends without it.
+		if cfg.AllSizes && (writeImm || cfg.Bidirectional) {
 			if err := s.barrier(); err != nil {
 				return err
 			}
