@@ -1,6 +1,7 @@
 package oob
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -312,12 +313,34 @@ func (c *Conn) ExchangeSysData(local SysData) (SysData, error) {
 		return local, err
 	}
 	remote.PageSize = int32(binary.BigEndian.Uint32(in[:]))
+	if err := c.checkSize(stepPageSize, in[:], remote.PageSize, maxPageSize); err != nil {
+		return local, err
+	}
 	binary.BigEndian.PutUint32(out[:], uint32(local.CacheLineSize))
 	if err := c.exchange(stepCacheLine, out[:], in[:]); err != nil {
 		return local, err
 	}
 	remote.CacheLineSize = int32(binary.BigEndian.Uint32(in[:]))
-	return local.Max(remote), nil
+	sd := local.Max(remote)
+	if err := c.checkSize(stepCacheLine, in[:], remote.CacheLineSize, sd.PageSize); err != nil {
+		return local, err
+	}
+	return sd, nil
+}
+
+// The largest page size a peer may announce: buffers are sized and aligned
+// by it, once per QP.
+const maxPageSize = 1 << 20
+
+// checkSize refuses a page or cache line size from the peer that is not a
+// power of two up to limit. Zero or less means none (the local one is
+// used, as perftest's maximum of both does).
+func (c *Conn) checkSize(step string, msg []byte, v, limit int32) error {
+	if v <= 0 || v&(v-1) == 0 && v <= limit {
+		return nil
+	}
+	return &ExchangeError{Step: step, Op: "decode", Server: c.role == Server, Data: bytes.Clone(msg),
+		Err: fmt.Errorf("%d, want a power of two up to %d: %w", v, limit, ErrMalformed)}
 }
 
 // ExchangeMTU exchanges the MTU (Features.MTUSize bytes of ASCII) if

@@ -482,3 +482,46 @@ func (c *Conn) exchangeRaw(out []byte) ([]byte, error) {
 	}
 	return in, nil
 }
+
+// TestSysDataBounds: a page size that is not a power of two up to 1 MiB,
+// or a cache line longer than the page, is refused as malformed (buffers
+// are sized by them, and a cache line longer than the page made the
+// address arithmetic divide by zero); zero means the peer has none.
+func TestSysDataBounds(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		page, line   uint32
+		step         string
+		ok           bool
+		page2, line2 int32
+	}{
+		{"ok", 16384, 128, "", true, 16384, 128},
+		{"zero", 0, 0, "", true, 4096, 64},
+		{"page not a power of two", 5000, 64, stepPageSize, false, 0, 0},
+		{"page too big", 0x7fffffff, 64, stepPageSize, false, 0, 0},
+		{"line past the page", 4096, 8192, stepCacheLine, false, 0, 0},
+		{"line not a power of two", 4096, 96, stepCacheLine, false, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl, peer := pair(t, Client, Config{})
+			go func() { _, _ = peer.Write(version("6.29")) }()
+			if _, err := cl.ExchangeVersion(); err != nil {
+				t.Fatal(err)
+			}
+			readN(t, peer, VersionSize)
+			go func() {
+				_, _ = peer.Write(binary.BigEndian.AppendUint32(nil, c.page))
+				_, _ = peer.Write(binary.BigEndian.AppendUint32(nil, c.line))
+			}()
+			go func() { _, _ = io.Copy(io.Discard, peer) }()
+			sys, err := cl.ExchangeSysData(SysData{PageSize: 4096, CacheLineSize: 64})
+			var ee *ExchangeError
+			switch {
+			case c.ok && (err != nil || sys != SysData{PageSize: c.page2, CacheLineSize: c.line2}):
+				t.Fatalf("got %+v, %v", sys, err)
+			case !c.ok && (!errors.Is(err, ErrMalformed) || !errors.As(err, &ee) || ee.Step != c.step):
+				t.Fatalf("got %+v, %v; want a malformed %s", sys, err, c.step)
+			}
+		})
+	}
+}
