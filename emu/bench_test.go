@@ -65,6 +65,13 @@ type peerInfo struct {
 
 func newEndpoint(tb testing.TB, ctx verbs.Context, size int) *endpoint {
 	tb.Helper()
+	return newEndpointOf(tb, ctx, size, verbs.RC, 128)
+}
+
+// newEndpointOf is newEndpoint with a QP of type typ whose RQ holds
+// maxRecv receives.
+func newEndpointOf(tb testing.TB, ctx verbs.Context, size int, typ verbs.QPType, maxRecv int) *endpoint {
+	tb.Helper()
 	e := &endpoint{ctx: ctx}
 	var err error
 	must := func(err error) {
@@ -82,8 +89,8 @@ func newEndpoint(tb testing.TB, ctx verbs.Context, size int) *endpoint {
 	must(err)
 	e.rcq, err = ctx.CreateCQ(verbs.CQInit{Entries: 256})
 	must(err)
-	e.qp, err = e.pd.CreateQP(verbs.QPInit{Type: verbs.RC, SendCQ: e.scq, RecvCQ: e.rcq,
-		Cap: verbs.QPCap{MaxSendWR: 128, MaxRecvWR: 128, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	e.qp, err = e.pd.CreateQP(verbs.QPInit{Type: typ, SendCQ: e.scq, RecvCQ: e.rcq,
+		Cap: verbs.QPCap{MaxSendWR: 128, MaxRecvWR: maxRecv, MaxSendSGE: 1, MaxRecvSGE: 1}})
 	must(err)
 	g, err := ctx.QueryGID(1, 0)
 	must(err)

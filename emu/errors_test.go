@@ -68,3 +68,81 @@ func TestZeroLKey(t *testing.T) {
 		})
 	}
 }
+
+// connectUC moves e's UC QP through INIT, RTR and RTS towards p.
+func (e *endpoint) connectUC(t *testing.T, p peerInfo) {
+	t.Helper()
+	if err := e.qp.Modify(&verbs.QPAttr{State: verbs.StateInit, Port: 1, Access: verbs.AccessLocalWrite | verbs.AccessRemoteWrite},
+		verbs.AttrState|verbs.AttrPKeyIndex|verbs.AttrPort|verbs.AttrAccessFlags); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.qp.Modify(&verbs.QPAttr{State: verbs.StateRTR, PathMTU: verbs.MTU1024, DestQPN: p.QPN, RQPSN: p.PSN,
+		AH: verbs.AHAttr{IsGlobal: true, Port: 1, GRH: verbs.GRH{DGID: p.GID, HopLimit: 64}}},
+		verbs.AttrState|verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|verbs.AttrRQPSN); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.qp.Modify(&verbs.QPAttr{State: verbs.StateRTS, SQPSN: benchPSN}, verbs.AttrState|verbs.AttrSQPSN); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUCSharedDestination: two UC QPs send to one destination, whose RQ
+// holds a single receive. Each receive completes once; a message that
+// finds no receive is dropped (the sender's send succeeds), and the
+// destination can post again. A sender must not take a receive from how
+// far it last saw the destination post: the other sender may have taken
+// it since.
+func TestUCSharedDestination(t *testing.T) {
+	ctx := openBench(t)
+	t.Cleanup(func() { ctx.Close() })
+	b := newEndpointOf(t, ctx, 1<<16, verbs.UC, 1)
+	a1 := newEndpointOf(t, ctx, 1<<16, verbs.UC, 1)
+	a2 := newEndpointOf(t, ctx, 1<<16, verbs.UC, 1)
+	for _, e := range []*endpoint{b, a1, a2} {
+		t.Cleanup(e.close)
+	}
+	a1.connectUC(t, b.info())
+	a2.connectUC(t, b.info())
+	b.connectUC(t, a1.info())
+	recv := func(id uint64) error {
+		_, err := b.qp.PostRecv([]verbs.RecvWR{{ID: id, SGL: []verbs.SGE{{Addr: b.mr.Addr() + 4096, Length: 64, LKey: b.mr.LKey()}}}})
+		return err
+	}
+	send := func(a *endpoint) {
+		t.Helper()
+		wr := verbs.SendWR{ID: 1, Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
+			SGL: []verbs.SGE{{Addr: a.mr.Addr(), Length: 2, LKey: a.mr.LKey()}}}
+		if _, err := a.qp.PostSend([]verbs.SendWR{wr}); err != nil {
+			t.Fatal(err)
+		}
+		if wc := pollWC(t, a.scq); wc.Status != verbs.WCSuccess {
+			t.Fatalf("send: %v", wc.Status)
+		}
+	}
+	received := func(want uint64) {
+		t.Helper()
+		if wc := pollWC(t, b.rcq); wc.ID != want || wc.Status != verbs.WCSuccess {
+			t.Fatalf("receive %d (%v), want %d", wc.ID, wc.Status, want)
+		}
+	}
+	if err := recv(100); err != nil {
+		t.Fatal(err)
+	}
+	send(a2)
+	received(100)
+	if err := recv(101); err != nil {
+		t.Fatal(err)
+	}
+	send(a1)
+	received(101)
+	send(a2) // no receive posted: dropped
+	wc := make([]verbs.WC, 1)
+	if n, _ := b.rcq.Poll(wc); n != 0 {
+		t.Fatalf("a message that found no receive completed receive %d", wc[0].ID)
+	}
+	if err := recv(102); err != nil {
+		t.Fatalf("post a receive after the drop: %v", err)
+	}
+	send(a1)
+	received(102)
+}

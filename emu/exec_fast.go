@@ -123,7 +123,10 @@ func (q *qp) fastDeliver(r *remote, w []byte, op pvrdma.Opcode, flags uint32, sr
 	h := q.c.h
 	r.rqLock.lock(h)
 	head := r.rq.Consumer()
-	if head == r.rqSeen {
+	if head == r.rqSeen || q.typ != verbs.RC {
+		// Only an RC requester is its destination's one consumer and may
+		// trust how far it last saw the owner post (see remote); UC
+		// QPs may share a destination.
 		r.rqSeen = r.rq.Producer()
 	}
 	if head == r.rqSeen || !r.rq.Valid(head) || !r.rq.Valid(r.rqSeen) {
