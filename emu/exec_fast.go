@@ -66,7 +66,7 @@ func (q *qp) fastExec(w []byte) (uint32, bool) {
 		}
 		s := w[pvrdma.SendHdrSize : pvrdma.SendHdrSize+pvrdma.SGESize]
 		n := uint64(binary.LittleEndian.Uint32(s[8:]))
-		if n == 0 {
+		if n == 0 || n > 1<<31 { // the general path fails a message over 2 GiB
 			return 0, false
 		}
 		var ok bool
