@@ -104,11 +104,11 @@ func (e *endpoint) info() peerInfo {
 
 // connect moves the QP through INIT, RTR and RTS towards the peer, with the
 // attributes perftest uses.
-func (e *endpoint) connect(p peerInfo) error { return e.connectTimeout(p, 14) }
+func (e *endpoint) connect(p peerInfo) error { return e.connectWith(p, 14, 7) }
 
-// connectTimeout is connect with the local ACK timeout timeout (4.096 µs
-// times 2 to that power).
-func (e *endpoint) connectTimeout(p peerInfo, timeout uint8) error {
+// connectWith is connect with the local ACK timeout timeout (4.096 µs
+// times 2 to that power) and rnr_retry rnrRetry.
+func (e *endpoint) connectWith(p peerInfo, timeout, rnrRetry uint8) error {
 	acc := verbs.AccessLocalWrite | verbs.AccessRemoteWrite | verbs.AccessRemoteRead
 	if err := e.qp.Modify(&verbs.QPAttr{State: verbs.StateInit, Port: 1, Access: acc},
 		verbs.AttrState|verbs.AttrPKeyIndex|verbs.AttrPort|verbs.AttrAccessFlags); err != nil {
@@ -119,7 +119,7 @@ func (e *endpoint) connectTimeout(p peerInfo, timeout uint8) error {
 		verbs.AttrState|verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|verbs.AttrRQPSN|verbs.AttrMaxDestRdAtomic|verbs.AttrMinRNRTimer); err != nil {
 		return err
 	}
-	return e.qp.Modify(&verbs.QPAttr{State: verbs.StateRTS, SQPSN: benchPSN, Timeout: timeout, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 1},
+	return e.qp.Modify(&verbs.QPAttr{State: verbs.StateRTS, SQPSN: benchPSN, Timeout: timeout, RetryCnt: 7, RNRRetry: rnrRetry, MaxRdAtomic: 1},
 		verbs.AttrState|verbs.AttrTimeout|verbs.AttrRetryCnt|verbs.AttrRNRRetry|verbs.AttrSQPSN|verbs.AttrMaxQPRdAtomic)
 }
 

@@ -146,3 +146,50 @@ func TestUCSharedDestination(t *testing.T) {
 	send(a1)
 	received(102)
 }
+
+// TestRTSModifyKeepsRetries: a modify from RTS to RTS (here of the minimum
+// RNR timer) while a SEND waits for its RNR retry neither restores the
+// retries used nor sends again at once: with rnr_retry 1 the SEND fails
+// with RNR_RETRY_EXC_ERR after its one retry, modifies or not.
+func TestRTSModifyKeepsRetries(t *testing.T) {
+	ctx := openBench(t)
+	t.Cleanup(func() { ctx.Close() })
+	x, y := newEndpoint(t, ctx, 1<<16), newEndpoint(t, ctx, 1<<16)
+	t.Cleanup(y.close)
+	t.Cleanup(x.close)
+	if err := x.connectWith(y.info(), 14, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := y.connect(x.info()); err != nil {
+		t.Fatal(err)
+	}
+	// y posts no receive and asks for the RNR timer 0 (655 ms).
+	if err := y.qp.Modify(&verbs.QPAttr{MinRNRTimer: 0}, verbs.AttrMinRNRTimer); err != nil {
+		t.Fatal(err)
+	}
+	wr := verbs.SendWR{ID: 9, Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
+		SGL: []verbs.SGE{{Addr: x.mr.Addr(), Length: 2, LKey: x.mr.LKey()}}}
+	if _, err := x.qp.PostSend([]verbs.SendWR{wr}); err != nil {
+		t.Fatal(err)
+	}
+	wc := make([]verbs.WC, 1)
+	start := time.Now()
+	for time.Since(start) < 6*time.Second {
+		if err := x.qp.Modify(&verbs.QPAttr{MinRNRTimer: 12}, verbs.AttrMinRNRTimer); err != nil {
+			t.Fatal(err)
+		}
+		n, err := x.scq.Poll(wc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			if wc[0].Status != verbs.WCRNRRetryExcErr {
+				t.Fatalf("completion status %v, want %v", wc[0].Status, verbs.WCRNRRetryExcErr)
+			}
+			t.Logf("failed after %v", time.Since(start))
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("no completion within 6 s: the modifies restored the RNR retries")
+}

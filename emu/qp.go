@@ -462,8 +462,12 @@ func (q *qp) Modify(attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
 		if q.wrc && cur == verbs.StateRTR {
 			q.wq.resetReq(q)
 		}
-		q.rnrLeft, q.retryLeft = int(a.RNRRetry), int(a.RetryCnt)
-		q.unstall()
+		if cur != verbs.StateRTS {
+			// Retries count afresh when the QP (re)enters RTS; a
+			// modify within RTS leaves a retry in progress alone.
+			q.rnrLeft, q.retryLeft = int(a.RNRRetry), int(a.RetryCnt)
+			q.unstall()
+		}
 	case verbs.StateSQD:
 		if a.SQDrainNotify && cur == verbs.StateRTS {
 			c.h.raiseEvent(c.h.self, c.idx, verbs.EventSQDrained, objQP, q.idx, q.gen.Load())

@@ -552,7 +552,7 @@ func TestWireRNRTimer(t *testing.T) {
 		if err := f.a.qp.Modify(&verbs.QPAttr{State: verbs.StateReset}, verbs.AttrState); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.a.connectTimeout(f.b.info(), 24); err != nil {
+		if err := f.a.connectWith(f.b.info(), 24, 7); err != nil {
 			t.Fatal(err)
 		}
 		var sent atomic.Int64
