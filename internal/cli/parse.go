@@ -242,6 +242,12 @@ func (p *parser) parse(args []string) error {
 	if p.cfg.RepeatCI > 0 && p.cfg.Repeat < bench.MinRepeats {
 		return p.parserFail(" --repeat_ci needs at least %d runs: --repeat %d is too few\n", bench.MinRepeats, p.cfg.Repeat)
 	}
+	if p.cfg.RepeatCI > 0 && p.cfg.Server != "" && (p.cfg.RdmaCM || p.cfg.CMExchange) {
+		// The client ends a server's series early with a TCP connection
+		// that sends nothing; a server over rdma_cm waits for a
+		// connection request instead, and would wait for ever.
+		return p.parserFail(" --repeat_ci cannot end the server's series over rdma_cm (-z, -R): use --repeat alone\n")
+	}
 	p.client = p.cfg.Server != "" || p.cfg.Loopback
 	if p.cfg.Reversed {
 		p.client = !p.client
