@@ -98,12 +98,12 @@
 //   - RNR: an RC SEND (or RDMA WRITE with immediate) finding no posted
 //     receive is retried after the responder's min_rnr_timer, rnr_retry
 //     times (7 = forever), then completes with RNR_RETRY_EXC_ERR.
-//   - No response: a responder that does not exist, is not in RTR/RTS/SQD,
-//     is unreachable by route (GIDs, RoCE version) or whose process died, or
-//     a PSN that does not match, means the request is lost. RC retries after
-//     the local ACK timeout (4.096 us * 2^timeout; 0 = forever), retry_cnt
-//     times, then completes with RETRY_EXC_ERR. UC and UD drop the message
-//     and complete successfully.
+//   - No response: a responder that does not exist, is not in RTR, RTS, SQD
+//     or SQE, is unreachable by route (GIDs, RoCE version) or whose process
+//     died, or a PSN that does not match, means the request is lost. RC
+//     retries after the local ACK timeout (4.096 us * 2^timeout; 0 =
+//     forever), retry_cnt times, then completes with RETRY_EXC_ERR. UC and
+//     UD drop the message and complete successfully.
 //
 // Errors complete with the statuses of real hardware and move the
 // requester to the error state (UD and UC send errors move it to SQE);

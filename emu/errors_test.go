@@ -193,3 +193,44 @@ func TestRTSModifyKeepsRetries(t *testing.T) {
 	}
 	t.Fatal("no completion within 6 s: the modifies restored the RNR retries")
 }
+
+// TestUCSendErrorKeepsReceiving: a UC QP whose send failed locally is in
+// SQE, where its receive queue still works: a message sent to it lands.
+func TestUCSendErrorKeepsReceiving(t *testing.T) {
+	ctx := openBench(t)
+	t.Cleanup(func() { ctx.Close() })
+	a := newEndpointOf(t, ctx, 1<<16, verbs.UC, 4)
+	b := newEndpointOf(t, ctx, 1<<16, verbs.UC, 4)
+	t.Cleanup(a.close)
+	t.Cleanup(b.close)
+	a.connectUC(t, b.info())
+	b.connectUC(t, a.info())
+	bad := verbs.SendWR{ID: 1, Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
+		SGL: []verbs.SGE{{Addr: a.mr.Addr(), Length: 2, LKey: a.mr.LKey() ^ 0x80}}}
+	if _, err := a.qp.PostSend([]verbs.SendWR{bad}); err != nil {
+		t.Fatal(err)
+	}
+	if wc := pollWC(t, a.scq); wc.Status != verbs.WCLocProtErr {
+		t.Fatalf("bad send: %v, want %v", wc.Status, verbs.WCLocProtErr)
+	}
+	if attr, err := a.qp.Query(); err != nil || attr.State != verbs.StateSQE {
+		t.Fatalf("after the failed send: %v, %v; want SQE", attr.State, err)
+	}
+	if _, err := a.qp.PostRecv([]verbs.RecvWR{{ID: 5, SGL: []verbs.SGE{{Addr: a.mr.Addr() + 4096, Length: 64, LKey: a.mr.LKey()}}}}); err != nil {
+		t.Fatal(err)
+	}
+	b.mem.Bytes()[0], b.mem.Bytes()[1] = 0x5A, 0xA5
+	if _, err := b.qp.PostSend([]verbs.SendWR{{ID: 2, Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
+		SGL: []verbs.SGE{{Addr: b.mr.Addr(), Length: 2, LKey: b.mr.LKey()}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if wc := pollWC(t, b.scq); wc.Status != verbs.WCSuccess {
+		t.Fatalf("send to the QP in SQE: %v", wc.Status)
+	}
+	if wc := pollWC(t, a.rcq); wc.ID != 5 || wc.Status != verbs.WCSuccess || wc.ByteLen != 2 {
+		t.Fatalf("receive %d: %v, %d bytes; want 5, success, 2 bytes", wc.ID, wc.Status, wc.ByteLen)
+	}
+	if got := a.mem.Bytes()[4096:4098]; got[0] != 0x5A || got[1] != 0xA5 {
+		t.Fatalf("received % x", got)
+	}
+}

@@ -536,7 +536,8 @@ func (q *qp) execConnected(w pvrdma.SendWQE, op pvrdma.Opcode, length uint64, da
 		}
 	}
 	switch verbs.QPState(load(&r.ctx.state)) {
-	case verbs.StateRTR, verbs.StateRTS, verbs.StateSQD:
+	case verbs.StateRTR, verbs.StateRTS, verbs.StateSQD, verbs.StateSQE:
+		// SQE (UC only) stops the send queue; the receive queue goes on.
 	default:
 		return resultLost()
 	}

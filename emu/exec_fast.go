@@ -82,7 +82,7 @@ func (q *qp) fastExec(w []byte) (uint32, bool) {
 	if !r.valid || load(&r.ctx.gen) != r.gen || load(r.owner)&unix.FutexOwnerDied != 0 {
 		return 0, false
 	}
-	if st := load(&r.ctx.state); st < uint32(verbs.StateRTR) || st > uint32(verbs.StateSQD) {
+	if st := load(&r.ctx.state); st < uint32(verbs.StateRTR) || st > uint32(verbs.StateSQE) {
 		return 0, false
 	}
 	rc := q.typ == verbs.RC
