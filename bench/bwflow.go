@@ -186,7 +186,6 @@ func (s *session) runRDMABW(ctx context.Context) error {
 			return err
 		}
 	}
-	s.bwLimit, s.bwLimitSet = last, true
 	if err := s.closeConn(); err != nil {
 		return err
 	}
@@ -257,6 +256,9 @@ func (s *session) reportBW(res reports.BWResult, exchange bool) error {
 	if !exchange {
 		s.rec.AddBW(reports.SideLocal, res)
 		s.writeLastRow()
+		if !cfg.Bidirectional || cfg.Verb == perftest.Send {
+			s.limitRow(res.Average, res.MsgRate)
+		}
 		return nil
 	}
 	rem, err := s.exchangeReports(res)
@@ -265,6 +267,7 @@ func (s *session) reportBW(res reports.BWResult, exchange bool) error {
 	}
 	s.rec.AddBidirectionalBW(res, rem)
 	s.writeLastRow()
+	s.limitRow(res.Average+rem.Average, res.MsgRate+rem.MsgRate)
 	if cfg.ReportBoth && !cfg.AllSizes {
 		_ = reports.WriteBWReportBoth(s.out, &s.ti, res, rem)
 	}
@@ -282,7 +285,6 @@ func (s *session) runSendBW(ctx context.Context) error {
 	if s.full() {
 		_ = reports.WriteBWHeader(s.out, &s.ti)
 	}
-	var last reports.BWResult
 	for i := range s.plan.msgs {
 		m := &s.plan.msgs[i]
 		var r *receiver
@@ -299,7 +301,6 @@ func (s *session) runSendBW(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		last = res
 		if err := s.reportBW(res, cfg.Bidirectional && cfg.Duration == 0); err != nil {
 			return err
 		}
@@ -310,6 +311,5 @@ func (s *session) runSendBW(ctx context.Context) error {
 		}
 	}
 	s.resultLine()
-	s.bwLimit, s.bwLimitSet = last, true
 	return s.closeConn()
 }

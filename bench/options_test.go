@@ -346,3 +346,31 @@ func TestDurationMargin(t *testing.T) {
 		t.Errorf("the window lasted %v, less than duration - 2*margin", got)
 	}
 }
+
+// TestLimitRows: like perftest, a run meets -w and -y when any row it
+// checks does (the sizes of -a; the summed row of -b), and fails when none
+// does; a side that checks no row (a WRITE or READ server) does not fail.
+func TestLimitRows(t *testing.T) {
+	check := func(limitBW, limitRate float64, rows ...[2]float64) error {
+		s := &session{cfg: Config{Test: perftest.Bandwidth, LimitBWSet: true, LimitBW: limitBW, LimitMsgRate: limitRate}}
+		for _, r := range rows {
+			s.limitRow(r[0], r[1])
+		}
+		return s.checkLimits()
+	}
+	if err := check(200, 0, [2]float64{50, 1}, [2]float64{300, 1}, [2]float64{100, 1}); err != nil {
+		t.Errorf("-a, one size above -w: %v", err)
+	}
+	if err := check(200, 0, [2]float64{50, 1}, [2]float64{100, 1}); err == nil || !strings.Contains(PerftestMessage(err), "BW result is below bw limit") {
+		t.Errorf("-a, every size below -w: %v", err)
+	}
+	if err := check(0, 2, [2]float64{50, 1}, [2]float64{60, 3}); err != nil {
+		t.Errorf("-y met by one size: %v", err)
+	}
+	if err := check(0, 5, [2]float64{50, 1}, [2]float64{60, 3}); err == nil || !strings.Contains(PerftestMessage(err), "Msg rate  is below msg_rate limit") {
+		t.Errorf("-y met by no size: %v", err)
+	}
+	if err := check(1e12, 1e12); err != nil {
+		t.Errorf("no row checked: %v", err)
+	}
+}

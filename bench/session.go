@@ -50,11 +50,12 @@ type session struct {
 	cancel context.CancelCauseFunc
 	// ready, if set, learns the port a server listens on.
 	ready func(port int)
-	// bwLimit is the last BW row this side measured, checked against -w
-	// and -y; bwLimitSet tells there is one (a WRITE or READ server has
-	// none, and perftest's returns before its limit check).
-	bwLimit    reports.BWResult
-	bwLimitSet bool
+	// limitRows counts the rows checked against -w and -y (a WRITE or
+	// READ server checks none: perftest's returns before its limit
+	// check); bwPassed and ratePassed tell whether any of them met the
+	// limits, as perftest ORs every row it checks.
+	limitRows            int
+	bwPassed, ratePassed bool
 	// ivJSON writes --interval_json's lines (nil: none).
 	ivJSON *json.Encoder
 	// repeated marks a run of a repeated test: it writes no files (they
