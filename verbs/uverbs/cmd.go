@@ -9,6 +9,7 @@ import (
 
 	"github.com/pvperf/pvperf/internal/unix"
 	"github.com/pvperf/pvperf/internal/wire"
+	"github.com/pvperf/pvperf/verbs"
 )
 
 // cmdPage is the size of each half of a command buffer: requests and
@@ -63,6 +64,7 @@ func (k fdKernel) close() error { return unix.Close(k.fd) }
 // response to the address the request carries, which must not move.
 type cmdBuf struct {
 	mu   sync.Mutex
+	dead bool // closed: mem is unmapped (under mu)
 	k    kernel
 	mem  []byte // the mapping
 	req  []byte // cmdPage bytes
@@ -77,7 +79,16 @@ func newCmdBuf(k kernel) (*cmdBuf, error) {
 	return &cmdBuf{k: k, mem: m, req: m[:cmdPage:cmdPage], resp: m[cmdPage : 2*cmdPage : 2*cmdPage]}, nil
 }
 
+// close unmaps the buffer once no command uses it; later commands fail
+// with ErrClosed. (A query may have passed its context's closed check
+// just before the context closed.)
 func (c *cmdBuf) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead {
+		return nil
+	}
+	c.dead = true
 	return munmap(c.mem)
 }
 
@@ -89,6 +100,9 @@ func (c *cmdBuf) close() error {
 func (c *cmdBuf) exec(cmd uint32, req any, drvIn []byte, resp any, drvOut []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.dead {
+		return verbs.ErrClosed
+	}
 	n, err := wire.Encode(c.req[cmdHdrSize:], req)
 	if err != nil {
 		return fmt.Errorf("encode command %d: %w", cmd, err)
@@ -132,6 +146,9 @@ func (c *cmdBuf) exec(cmd uint32, req any, drvIn []byte, resp any, drvOut []byte
 func (c *cmdBuf) ioctl(object, method uint16, driverID uint32, attrs []ioctlAttr) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.dead {
+		return verbs.ErrClosed
+	}
 	total := ioctlHdrSize + ioctlAttrSize*len(attrs)
 	if total > cmdPage {
 		return fmt.Errorf("ioctl %d/%d: %d attributes do not fit", object, method, len(attrs))

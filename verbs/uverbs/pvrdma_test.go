@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/pvperf/pvperf/internal/abitest"
@@ -1679,4 +1680,39 @@ func TestPVRDMAConcurrentClose(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+}
+
+// TestQueryWhileContextCloses: queries that race the context's Close
+// either work or fail with ErrClosed; none writes a command into the
+// unmapped command buffer.
+func TestQueryWhileContextCloses(t *testing.T) {
+	for round := range 200 {
+		c, _ := pvContext(t)
+		var wg sync.WaitGroup
+		var queries atomic.Int64
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					_, err := c.QueryPort(1)
+					if errors.Is(err, verbs.ErrClosed) {
+						return
+					}
+					if err != nil {
+						t.Errorf("round %d: query port: %v", round, err)
+						return
+					}
+					queries.Add(1)
+				}
+			}()
+		}
+		for queries.Load() < 20 { // the queries are under way
+			runtime.Gosched()
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+	}
 }

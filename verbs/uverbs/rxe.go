@@ -602,11 +602,11 @@ func (s *rxeSRQ) PostRecv(wrs []verbs.RecvWR) (int, error) {
 // the kernel hands over a new queue, which replaces the mapped one.
 func (s *rxeSRQ) Modify(attr verbs.SRQAttr, mask verbs.SRQAttrMask) error {
 	c := s.ctx
-	if s.closed.Load() {
-		return c.err("modify srq", verbs.ErrClosed)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed.Load() { // under mu: Close unmaps s.mi holding it
+		return c.err("modify srq", verbs.ErrClosed)
+	}
 	clear(s.mi)
 	req := modifySRQ{SRQHandle: s.handle, AttrMask: uint32(mask), MaxWR: uint32(attr.MaxWR), SRQLimit: uint32(attr.Limit)}
 	var drv [8]byte
