@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/pvperf/pvperf/bench/oob"
@@ -134,6 +135,11 @@ func (s *session) runRDMABW(ctx context.Context) error {
 			if r, err = s.postReceives(m); err != nil {
 				return err
 			}
+		}
+		if cfg.WarmUp && writeImm && cfg.AllSizes {
+			// perftest's run of all sizes says so on both sides, for
+			// each size; a single size skips the warm-up silently.
+			_, _ = io.WriteString(s.errOut, "Warm up not supported for WRITE_IMM verb.\nSkipping\n")
 		}
 		if cfg.WarmUp && !writeImm && (!s.server || cfg.Bidirectional) {
 			if err := s.ep.warmUp(ctx, m); err != nil {

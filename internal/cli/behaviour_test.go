@@ -73,6 +73,7 @@ var behaviours = []behaviour{
 	{"output", "write_bw", "--loopback -n 100", "--loopback -n 100 --output=bandwidth", `(?m)\A(Disabling dynamic polling\n)?[0-9]+\.[0-9]+\n\z`, 0, ""},
 	{"cpu_util", "write_bw", "--loopback -D 1 --perftest_output", "--loopback -D 1 --perftest_output --cpu_util", `CPU_Util\[%\]\n 65536 .*\t +[0-9.]+\n`, 0, ""},
 	{"perftest_output", "send_lat", "--loopback -n 200", "--loopback -n 200 --perftest_output", `percentile\[usec\] \n 2 [^\n]*\n-{87}\n$`, 0, ""},
+	{"perform_warm_up", "write_bw", "--loopback -n 20 -a --write_with_imm", "--loopback -n 20 -a --write_with_imm --perform_warm_up", `Warm up not supported for WRITE_IMM verb.\nSkipping\n`, 0, ""},
 	{"repeat", "write_bw", "--loopback -n 200", "--loopback -n 200 --repeat 3", `\n 3 runs: median, range and 95% confidence interval of the median \(bootstrap, 2000 resamples\)\n.*\n 65536 +local +BW average\[MiB/sec\] +[0-9.]+ +[0-9.]+`, 0, ""},
 	{"repeat_ci", "send_lat", "--loopback -n 200 --repeat 6", "--loopback -n 200 --repeat 6 --repeat_ci 90", `\n [56] runs: .*\n target: interval within ±90% of the median, (reached|not reached)\n`, 0, ""},
 	{"interval_json", "write_bw", "--loopback -D 2", "--loopback -D 2 --interval_json ivl.json", `\{"test":"write_bw","msg_size_bytes":65536,"from_s":0,"to_s":[0-9.]+,"sampled":(true|false),"messages":[1-9][0-9]*,"MiB_per_s":[0-9.]+`, 0, "ivl.json"},
