@@ -3,6 +3,7 @@ package bench
 import (
 	"os"
 
+	"github.com/pvperf/pvperf/internal/unix"
 	"github.com/pvperf/pvperf/reports"
 	"github.com/pvperf/pvperf/verbs"
 )
@@ -48,9 +49,11 @@ func (s *session) fillTestInfo() {
 		ti.GIDIndex = reports.NotSet
 	}
 	ti.InlineSize = s.plan.inline
+	// perftest prints the node of the CPU it runs on (after binding itself
+	// to the device's node, which pvperf does not do).
 	ti.NUMANode = reports.NotSet
-	if e.attr.NUMANode >= 0 {
-		ti.NUMANode = e.attr.NUMANode
+	if n, ok := unix.CPUNode(); ok {
+		ti.NUMANode = n
 	}
 	ti.OutReads = s.plan.outReads
 	ti.DLID = uint16(cfg.DLID)
