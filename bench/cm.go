@@ -393,7 +393,7 @@ func (s *session) acceptQPsCM(ctx context.Context, l verbs.CMID) error {
 	wctx, cancel := context.WithTimeout(ctx, s.cmConnectTimeout())
 	defer cancel()
 	for i := range n {
-		id, _, err := l.GetRequest(wctx)
+		id, req, err := l.GetRequest(wctx)
 		if err != nil {
 			return fmt.Errorf("rdma_cm: connection request %d of %d: %w", i+1, n, err)
 		}
@@ -403,6 +403,14 @@ func (s *session) acceptQPsCM(ctx context.Context, l verbs.CMID) error {
 			return err
 		}
 		q := e.qps[i]
+		param := s.cmParam(q.Num())
+		if param.ResponderResources != 0 || param.InitiatorDepth != 0 {
+			// perftest clamps its depths to what the request offers (as
+			// the event reports it), for peers of other limits; its
+			// rdma_accept then moves the QP with them.
+			param.ResponderResources = min(param.ResponderResources, req.InitiatorDepth)
+			param.InitiatorDepth = min(param.InitiatorDepth, req.ResponderResources)
+		}
 		if cfg.Connection == perftest.UD {
 			if err := s.udToRTS(id, q); err != nil {
 				_ = id.Reject(nil)
@@ -415,12 +423,12 @@ func (s *session) acceptQPsCM(ctx context.Context, l verbs.CMID) error {
 					return err
 				}
 			}
-			if err := verbs.CMModify(id, q, verbs.StateInit, verbs.StateRTR, verbs.StateRTS); err != nil {
+			if err := acceptingModify(id, q, param); err != nil {
 				_ = id.Reject(nil)
 				return fmt.Errorf("rdma_cm: QP %d: %w", q.Num(), err)
 			}
 		}
-		if err := id.Accept(wctx, s.cmParam(q.Num())); err != nil {
+		if err := id.Accept(wctx, param); err != nil {
 			return fmt.Errorf("rdma_cm: accept QP %d: %w", q.Num(), err)
 		}
 		if cfg.Connection != perftest.UD {
@@ -428,6 +436,29 @@ func (s *session) acceptQPsCM(ctx context.Context, l verbs.CMID) error {
 			if err := q.Modify(&a, verbs.AttrMinRNRTimer); err != nil {
 				return fmt.Errorf("rdma_cm: QP %d: set the minimum RNR timer: %w", q.Num(), err)
 			}
+		}
+	}
+	return nil
+}
+
+// acceptingModify moves the passive side's QP to RTS with the attributes
+// the connection manager gives, and, as librdmacm's rdma_accept does, the
+// depths the accept carries: p.ResponderResources as max_dest_rd_atomic,
+// p.InitiatorDepth as max_rd_atomic (when set).
+func acceptingModify(id verbs.CMID, q verbs.QP, p verbs.ConnParam) error {
+	for _, st := range []verbs.QPState{verbs.StateInit, verbs.StateRTR, verbs.StateRTS} {
+		a, m, err := id.InitQPAttr(st)
+		if err != nil {
+			return err
+		}
+		if st == verbs.StateRTR && m&verbs.AttrMaxDestRdAtomic != 0 && p.ResponderResources != 0 {
+			a.MaxDestRdAtomic = p.ResponderResources
+		}
+		if st == verbs.StateRTS && m&verbs.AttrMaxQPRdAtomic != 0 && p.InitiatorDepth != 0 {
+			a.MaxRdAtomic = p.InitiatorDepth
+		}
+		if err := q.Modify(&a, m); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -3,10 +3,12 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pvperf/pvperf/emu"
 	"github.com/pvperf/pvperf/perftest"
@@ -194,5 +196,55 @@ func TestCMExchange(t *testing.T) {
 	defer m.mu.Unlock()
 	if len(m.params) != 2 || len(m.listens) != 1 {
 		t.Errorf("%d connects and accepts, %d listens: want the exchange's only", len(m.params), len(m.listens))
+	}
+}
+
+// TestRdmaCMClampsDepths: a -R server whose outstanding reads (16) exceed
+// the client's (4) accepts with the client's depths, as perftest clamps
+// them to the request's; the READ test then runs.
+func TestRdmaCMClampsDepths(t *testing.T) {
+	dev := device(t, emu.ProfileUnrestricted, 2)
+	base := testConfig(perftest.Bandwidth, perftest.Read)
+	base.RdmaCM, base.RetryCount, base.TOS, base.Loopback = true, DefaultRetryCount, -1, false
+	base.Port = 20000 + int(time.Now().UnixNano()%10000)
+	srv, cli := base, base
+	srv.OutReads, cli.OutReads = 16, 4
+	cli.Server = "127.0.0.1"
+	ms, mc := newRecCM(t), newRecCM(t)
+	srv.CM, cli.CM = ms, mc
+	listening := make(chan struct{})
+	srv.Listening = func(int) {
+		select {
+		case <-listening:
+		default:
+			close(listening)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, normalize(srv), dev, &bytes.Buffer{}, &bytes.Buffer{})
+		done <- err
+	}()
+	select {
+	case <-listening:
+	case err := <-done:
+		t.Fatalf("server: %v", err)
+	}
+	if _, err := Run(ctx, normalize(cli), dev, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatalf("client: %v", PerftestMessage(err))
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("server: %v", PerftestMessage(err))
+	}
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	accepts := ms.params[1:] // after the exchange's
+	if len(accepts) != 1 {
+		t.Fatalf("server accepts %+v, want the exchange's and one test QP's", ms.params)
+	}
+	if p := accepts[0]; p.ResponderResources != 4 || p.InitiatorDepth != 4 {
+		t.Errorf("server's accept: depths %d/%d, want the client's 4/4", p.ResponderResources, p.InitiatorDepth)
 	}
 }
