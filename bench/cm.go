@@ -588,16 +588,18 @@ func (s *session) closeCM() {
 		return
 	}
 	if s.cfg.Connection != perftest.UD {
+		// Only an id that disconnects waits for its DISCONNECTED event:
+		// one that never connected (rejected, or whose accept failed)
+		// gets none and would hold the exit for the peer timeout.
+		var connected []verbs.CMID
 		for _, id := range ids {
-			if id != nil {
-				_ = id.Disconnect()
+			if id != nil && id.Disconnect() == nil {
+				connected = append(connected, id)
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.PeerTimeout)
-		for _, id := range ids {
-			if id != nil {
-				_ = id.WaitDisconnected(ctx)
-			}
+		for _, id := range connected {
+			_ = id.WaitDisconnected(ctx)
 		}
 		cancel()
 	}
