@@ -144,9 +144,27 @@ func (q *cq) Close() error {
 // saw, so that writing a CQE does not read the ring state line, which the
 // consumer keeps writing: a producer in another thread only stores to it.
 func (h *host) postCQE(v *cqView, e *pvrdma.CQE, solicited bool) bool {
+	return h.postCQEIf(v, e, solicited, nil, 0)
+}
+
+// postRecvCQE posts a receive-side completion for the destination r, unless
+// r's QP was reset or destroyed since r was resolved. The check is made
+// under the CQ's lock, which the owner's purge of the CQ also takes after
+// changing the generation: a delivery that took its receive WQE before a
+// reset either completes before the purge, which removes it, or finds the
+// new generation and leaves nothing behind.
+func (h *host) postRecvCQE(r *remote, e *pvrdma.CQE, solicited bool) bool {
+	return h.postCQEIf(&r.cq, e, solicited, &r.ctx.gen, r.gen)
+}
+
+func (h *host) postCQEIf(v *cqView, e *pvrdma.CQE, solicited bool, gen *uint32, want uint32) bool {
 	ctx := v.ctx
 	l := spinLock{&ctx.lock}
 	l.lock(h)
+	if gen != nil && load(gen) != want {
+		l.unlock()
+		return false
+	}
 	tail := ctx.tail
 	if v.ring.Full(tail, ctx.head) {
 		ctx.head = v.ring.Consumer()

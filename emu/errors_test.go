@@ -3,6 +3,7 @@
 package emu
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -232,5 +233,92 @@ func TestUCSendErrorKeepsReceiving(t *testing.T) {
 	}
 	if got := a.mem.Bytes()[4096:4098]; got[0] != 0x5A || got[1] != 0xA5 {
 		t.Fatalf("received % x", got)
+	}
+}
+
+// TestDestroyDuringDelivery: a QP destroyed or reset while a peer is
+// delivering a SEND into it leaves no completion behind for it in its CQ.
+// A completion for a destroyed QP would make every later Poll of that CQ
+// fail (the provider cannot map its handle), as the driver's purge of the
+// CQ at destroy promises there is none.
+func TestDestroyDuringDelivery(t *testing.T) {
+	for _, how := range []string{"destroy", "reset"} {
+		t.Run(how, func(t *testing.T) {
+			ctx := openBench(t)
+			t.Cleanup(func() { ctx.Close() })
+			const size = 1 << 16
+			x := newEndpointOf(t, ctx, size, verbs.UC, 1)
+			y := newEndpointOf(t, ctx, 64*size, verbs.UC, 64)
+			t.Cleanup(y.close)
+			t.Cleanup(x.close)
+			wc := make([]verbs.WC, 16)
+			for round := range 200 {
+				if round > 0 {
+					if how == "destroy" {
+						_ = y.qp.Close()
+						qp, err := y.pd.CreateQP(verbs.QPInit{Type: verbs.UC, SendCQ: y.scq, RecvCQ: y.rcq,
+							Cap: verbs.QPCap{MaxSendWR: 128, MaxRecvWR: 64, MaxSendSGE: 1, MaxRecvSGE: 1}})
+						if err != nil {
+							t.Fatal(err)
+						}
+						y.qp = qp
+					}
+					if err := x.qp.Modify(&verbs.QPAttr{State: verbs.StateReset}, verbs.AttrState); err != nil {
+						t.Fatal(err)
+					}
+				}
+				y.connectUC(t, x.info())
+				x.connectUC(t, y.info())
+				for i := range 64 {
+					sge := verbs.SGE{Addr: y.mr.Addr() + uint64(i*size), Length: size, LKey: y.mr.LKey()}
+					if _, err := y.qp.PostRecv([]verbs.RecvWR{{ID: uint64(i), SGL: []verbs.SGE{sge}}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var stop atomic.Bool
+				done := make(chan error, 1)
+				go func() {
+					swc := make([]verbs.WC, 1)
+					wr := verbs.SendWR{ID: 1, Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
+						SGL: []verbs.SGE{{Addr: x.mr.Addr(), Length: size, LKey: x.mr.LKey()}}}
+					for !stop.Load() {
+						if _, err := x.qp.PostSend([]verbs.SendWR{wr}); err != nil {
+							done <- err
+							return
+						}
+						for n := 0; n == 0; {
+							var err error
+							if n, err = x.scq.Poll(swc); err != nil {
+								done <- err
+								return
+							}
+						}
+					}
+					done <- nil
+				}()
+				time.Sleep(time.Duration(round%20) * 10 * time.Microsecond)
+				if how == "destroy" {
+					if err := y.qp.Close(); err != nil {
+						t.Fatal(err)
+					}
+				} else if err := y.qp.Modify(&verbs.QPAttr{State: verbs.StateReset}, verbs.AttrState); err != nil {
+					t.Fatal(err)
+				}
+				stop.Store(true)
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				for {
+					n, err := y.rcq.Poll(wc)
+					if err != nil {
+						t.Fatalf("round %d: poll after %s: %v", round, how, err)
+					}
+					if n == 0 {
+						break
+					}
+					t.Fatalf("round %d: receive %d completed after the %s", round, wc[0].ID, how)
+				}
+			}
+		})
 	}
 }

@@ -702,14 +702,14 @@ func (q *qp) deliver(r *remote, w pvrdma.SendWQE, op pvrdma.Opcode, length uint6
 		q.copyOut(written, data, w.NumSGE())
 		e.Opcode = pvrdma.WCOpRecvRDMAWithImm
 		e.ByteLen = uint32(length)
-		h.postCQE(&r.cq, &e, solicited)
+		h.postRecvCQE(r, &e, solicited)
 		q.prefetchRecv(r)
 		return ok(uint32(length))
 	}
 	fail := func(recv, req verbs.WCStatus) result {
 		e.Status = uint32(recv)
 		e.Flags = 0
-		h.postCQE(&r.cq, &e, true)
+		h.postRecvCQE(r, &e, true)
 		q.responderError(r, verbs.EventQPFatal)
 		if rc {
 			return failed(req)
@@ -751,7 +751,7 @@ func (q *qp) deliver(r *remote, w pvrdma.SendWQE, op pvrdma.Opcode, length uint6
 		e.Flags |= pvrdma.WCFlagGRH
 		e.NetworkHdrType = q.netType(w.AV().GIDIndex)
 	}
-	h.postCQE(&r.cq, &e, solicited)
+	h.postRecvCQE(r, &e, solicited)
 	q.prefetchRecv(r)
 	return ok(uint32(length))
 }

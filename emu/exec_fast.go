@@ -163,7 +163,7 @@ func (q *qp) fastDeliver(r *remote, w []byte, op pvrdma.Opcode, flags uint32, sr
 		e.Imm = binary.BigEndian.Uint32(w[24:])
 		e.Flags = pvrdma.WCFlagWithImm
 	}
-	h.postCQE(&r.cq, &e, flags&pvrdma.FlagSolicited != 0)
+	h.postRecvCQE(r, &e, flags&pvrdma.FlagSolicited != 0)
 	q.prefetchRecv(r)
 	return true
 }

@@ -228,7 +228,7 @@ func (q *qp) recvSend(p *roce.Packet, hd roce.Hdr) {
 			e.Flags |= pvrdma.WCFlagWithImm
 		}
 		wq.inMsg, wq.inRecv = false, false
-		q.c.h.postCQE(&wq.self.cq, e, p.SE)
+		q.c.h.postRecvCQE(&wq.self, e, p.SE)
 	}
 	q.advance(p, last)
 }
@@ -299,7 +299,7 @@ func (q *qp) recvWrite(p *roce.Packet, hd roce.Hdr) {
 			e.ByteLen = wq.inWrLen
 			e.Imm = p.Imm
 			e.Flags |= pvrdma.WCFlagWithImm
-			q.c.h.postCQE(&wq.self.cq, e, p.SE)
+			q.c.h.postRecvCQE(&wq.self, e, p.SE)
 		}
 	}
 	q.advance(p, last)
@@ -419,7 +419,7 @@ func (q *qp) recvFatal(p *roce.Packet, st verbs.WCStatus, syn uint8) {
 	e := &wq.inCQE
 	e.Status = uint32(st)
 	e.Flags = 0
-	q.c.h.postCQE(&wq.self.cq, e, true)
+	q.c.h.postRecvCQE(&wq.self, e, true)
 	wq.inMsg, wq.inRecv = false, false
 	wq.port.drop(dropNAKed)
 	if q.typ == verbs.RC {
@@ -501,7 +501,7 @@ func (q *qp) udInput(src netip.Addr, p *roce.Packet) {
 	e.SrcQP = p.SrcQPN
 	fail := func(st verbs.WCStatus) {
 		e.Status = uint32(st)
-		q.c.h.postCQE(&wq.self.cq, e, true)
+		q.c.h.postRecvCQE(&wq.self, e, true)
 		q.selfError(verbs.EventQPFatal)
 	}
 	if !okw {
@@ -536,7 +536,7 @@ func (q *qp) udInput(src netip.Addr, p *roce.Packet) {
 	default:
 		e.NetworkHdrType = pvrdma.NetworkIPv6
 	}
-	q.c.h.postCQE(&wq.self.cq, e, p.SE)
+	q.c.h.postRecvCQE(&wq.self, e, p.SE)
 }
 
 // recvGRH writes the 40 bytes before a UD payload, as rdma_rxe does: for
