@@ -57,10 +57,11 @@
 // the RETH, AETH, DETH, ImmDt and AtomicETH headers their opcodes need,
 // and an ICRC (package roce). The requester segments messages to the path
 // MTU, asks for an ACK on the last packet of each message and every 64
-// packets, keeps at most 128 PSNs in flight (as rxe; a longer RDMA READ
-// asks for its responses 128 packets at a time, in several read requests,
-// since a responder sends a read's responses at once and nothing paces
-// them), and goes back to the oldest
+// packets, keeps a window of PSNs in flight (128 at first, as rxe; it
+// grows with ACKs up to 4096 and halves on a loss, as TCP's congestion
+// window; a longer RDMA READ asks for its responses 128 packets at a time,
+// in several read requests, since a responder sends a read's responses at
+// once and nothing paces them), and goes back to the oldest
 // unacknowledged PSN after a sequence NAK, an RNR NAK's timer or the local
 // ACK timeout (retry_cnt and rnr_retry as on hardware, then RETRY_EXC_ERR
 // or RNR_RETRY_EXC_ERR). The responder checks PSNs (one sequence NAK per

@@ -396,8 +396,8 @@ func TestWireUDLoss(t *testing.T) {
 	}
 }
 
-// TestWireLargeRead: a read longer than the window (128 packets) asks for
-// its responses a window at a time, so that the responder never sends more
+// TestWireLargeRead: a read longer than 128 packets asks for its
+// responses 128 packets at a time, so that the responder never sends more
 // than the receiving socket can hold: 2 MiB at MTU 1024 is 16 read
 // requests. Reads of that size in a row complete with the right bytes.
 func TestWireLargeRead(t *testing.T) {
@@ -590,4 +590,76 @@ func TestWireRNRTimer(t *testing.T) {
 		return
 	}
 	t.Fatal("the RNR timer ran out before the next packet in every attempt")
+}
+
+// TestWireWindow: a fresh QP has at most 128 PSNs in flight, as rxe; a
+// timeout halves that; once ACKs come back the window grows past 128.
+func TestWireWindow(t *testing.T) {
+	f := newWireFixture(t, 120)
+	if err := f.a.qp.Modify(&verbs.QPAttr{State: verbs.StateReset}, verbs.AttrState); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.a.connectWith(f.b.info(), 18, 7); err != nil { // ACK timeout 1.07 s
+		t.Fatal(err)
+	}
+	const msg, wrs = 8192, 128 // 8 PSNs each: 1024 in all
+	var sent atomic.Int64
+	lose := func() int { sent.Add(1); return 1 }
+	post := func() {
+		t.Helper()
+		for range wrs {
+			if _, err := f.a.qp.PostSend([]verbs.SendWR{{Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
+				SGL:        []verbs.SGE{{Addr: f.a.mr.Addr(), Length: msg, LKey: f.a.mr.LKey()}},
+				RemoteAddr: f.b.mr.Addr(), RKey: f.b.mr.RKey()}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// burst waits for the transmissions to pass from, then for them to
+	// stop, and returns how many there were.
+	burst := func(from int64) int64 {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for sent.Load() <= from {
+			if time.Now().After(deadline) {
+				t.Fatal("nothing sent within 10 s")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		for n := sent.Load(); ; {
+			time.Sleep(100 * time.Millisecond)
+			if m := sent.Load(); m == n {
+				return n - from
+			} else {
+				n = m
+			}
+		}
+	}
+	complete := func() {
+		t.Helper()
+		f.port.faults.Store(nil)
+		for i := range wrs {
+			if wc := pollWC(t, f.a.scq); wc.Status != verbs.WCSuccess {
+				t.Fatalf("write %d: %v", i, wc.Status)
+			}
+		}
+	}
+	f.port.faults.Store(&lose)
+	post()
+	if n := burst(0); n != initWindow {
+		t.Fatalf("a fresh QP sent %d packets before an ACK, want %d", n, initWindow)
+	}
+	if n := burst(initWindow); n != initWindow/2 {
+		t.Fatalf("after the ACK timeout the QP sent %d packets again, want %d", n, initWindow/2)
+	}
+	complete()
+	sent.Store(0)
+	f.port.faults.Store(&lose)
+	post()
+	if n := burst(0); n <= initWindow {
+		t.Fatalf("after %d PSNs acknowledged the QP sent %d packets before an ACK, want more than %d", msg/1024*wrs, n, initWindow)
+	} else {
+		t.Logf("window after %d PSNs acknowledged: %d", msg/1024*wrs, n)
+	}
+	complete()
 }

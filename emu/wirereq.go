@@ -16,17 +16,28 @@ import (
 )
 
 // This file is the requester of a QP on a network transport: it segments
-// the send queue's messages into packets of the path MTU, keeps up to
-// maxUnacked PSNs in flight, completes work requests in order as ACKs, read
+// the send queue's messages into packets of the path MTU, keeps up to a
+// window of PSNs in flight, completes work requests in order as ACKs, read
 // responses and atomic ACKs arrive, and retransmits (go-back-N) after a
 // sequence NAK, an RNR NAK's timer, or the local ACK timeout, as rdma_rxe's
 // requester and completer do. It runs under the QP's send lock: in the
 // thread that rings the doorbell, in the engine when a timer fires, and in
 // the port's receive goroutine for responses.
 
+// The window of PSNs in flight starts where rxe's stays (its
+// RXE_MAX_UNACKED_PSNS) and adapts as TCP's congestion window does: it grows
+// with every PSN acknowledged (doubling each round trip) up to the slow-start
+// threshold, then by maxNoAck per window acknowledged, up to maxWindow; a
+// loss (a sequence NAK, a missing read response, the ACK timeout) halves it,
+// down to minWindow, and sets the threshold there. On a path that loses
+// nothing the window opens wide and a thread need not wait for the peer's
+// ACKs; on a lossy path it stays small, and go-back-N resends little.
 const (
-	maxUnacked = 128 // PSNs in flight, as rxe (RXE_MAX_UNACKED_PSNS)
-	maxNoAck   = 64  // packets between two AckReq (rxe's RXE_MAX_PKT_PER_ACK)
+	initWindow = 128  // PSNs in flight at first, as rxe (RXE_MAX_UNACKED_PSNS)
+	minWindow  = 32   // the smallest window after losses
+	maxWindow  = 4096 // the largest window
+	readChunk  = 128  // response packets a read request asks for at most
+	maxNoAck   = 64   // packets between two AckReq (rxe's RXE_MAX_PKT_PER_ACK)
 )
 
 // wireQP is the network state of a QP.
@@ -62,6 +73,9 @@ type wireQP struct {
 	rnrWait  bool
 	nakPSN   uint32 // last PSN retransmitted for a sequence NAK
 	nakValid bool
+	cwnd     int     // the window: PSNs allowed in flight
+	ssthresh int     // the window's slow-start threshold
+	caAcked  int     // PSNs acknowledged towards the next additive increase
 	tb       txBatch // packets not yet sent
 
 	// Responder, under rmu (the port's receive goroutine).
@@ -129,6 +143,7 @@ func (wq *wireQP) resetReq(q *qp) {
 	wq.txPSN, wq.una = q.sqPSN, q.sqPSN
 	wq.outHead, wq.outN, wq.reads, wq.noAck = 0, 0, 0, 0
 	wq.rnrWait, wq.nakValid = false, false
+	wq.cwnd, wq.ssthresh, wq.caAcked = initWindow, maxWindow, 0
 	wq.ackPend.Store(0)
 	wq.deadlineNs.Store(0)
 	if wq.armed {
@@ -259,6 +274,7 @@ func (q *qp) wireTimer() bool {
 		return false
 	}
 	q.retryLeft--
+	wq.lost()
 	q.goBack(wq.una)
 	return true
 }
@@ -336,7 +352,30 @@ func (q *qp) retryFrom(psn uint32) {
 		return
 	}
 	wq.nakValid, wq.nakPSN = true, psn
+	wq.lost()
 	q.goBack(psn)
+}
+
+// lost shrinks the window after a loss.
+func (wq *wireQP) lost() {
+	wq.cwnd = max(wq.cwnd/2, minWindow)
+	wq.ssthresh, wq.caAcked = wq.cwnd, 0
+}
+
+// acked grows the window by n PSNs acknowledged.
+func (wq *wireQP) acked(n int) {
+	if wq.cwnd >= maxWindow {
+		return
+	}
+	if wq.cwnd < wq.ssthresh {
+		wq.cwnd = min(wq.cwnd+n, maxWindow)
+		return
+	}
+	wq.caAcked += n
+	if wq.caAcked >= wq.cwnd {
+		wq.caAcked -= wq.cwnd
+		wq.cwnd = min(wq.cwnd+maxNoAck, maxWindow)
+	}
 }
 
 // wireTransmit sends packets while the window and the send queue allow.
@@ -349,7 +388,7 @@ func (q *qp) wireTransmit() {
 	sent, idle := false, wq.outN == 0
 	for {
 		if !wq.txCur {
-			if wq.txHead == tail || wq.outN == len(wq.out) || psnDiff(wq.txPSN, wq.una) >= maxUnacked {
+			if wq.txHead == tail || wq.outN == len(wq.out) || int(psnDiff(wq.txPSN, wq.una)) >= wq.cwnd {
 				break
 			}
 			w := pvrdma.SendWQE(q.dsq.WQE(wq.txHead))
@@ -489,7 +528,7 @@ func (q *qp) sendRecord(o *outWQE, w pvrdma.SendWQE) bool {
 		if o.asked > o.got {
 			return false
 		}
-		n := min(o.length-wq.txOff, maxUnacked*mtu)
+		n := min(o.length-wq.txOff, readChunk*mtu)
 		p.Opcode = roce.RCReadRequest
 		p.PSN = wq.txPSN
 		p.VA = w.RemoteAddr() + wq.txOff
@@ -523,7 +562,7 @@ func (q *qp) sendRecord(o *outWQE, w pvrdma.SendWQE) bool {
 	imm := o.op == pvrdma.OpSendWithImm || o.op == pvrdma.OpRDMAWriteWithImm
 	uc := q.typ == verbs.UC
 	for {
-		if psnDiff(wq.txPSN, wq.una) >= maxUnacked {
+		if int(psnDiff(wq.txPSN, wq.una)) >= wq.cwnd {
 			return false
 		}
 		n := min(mtu, o.length-wq.txOff)
@@ -647,6 +686,12 @@ func (q *qp) wireFail(st verbs.WCStatus) {
 func (q *qp) ackUpTo(psn uint32) bool {
 	wq := q.wq
 	progress := false
+	una := wq.una
+	defer func() {
+		if d := psnDiff(wq.una, una); d > 0 {
+			wq.acked(int(d))
+		}
+	}()
 	for wq.outN > 0 {
 		o := wq.rec(0)
 		if psnDiff(psn, o.last()) < 0 {
