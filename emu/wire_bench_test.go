@@ -70,9 +70,9 @@ func udpBlast(tb testing.TB, src, dst netip.Addr, size, n, batch int) float64 {
 // BenchmarkWireWriteBW: 64 KiB RDMA writes between two emulated devices of
 // one process, each with an address of its own on loopback, over RoCE v2
 // (UDP) and TCP; of_udp_blast is the write bandwidth (payload bytes)
-// against udpBlast of the same packets (1024-byte payload, BTH and ICRC)
-// in batches of 60, as the port sends them, measured before and after in
-// the same run.
+// against the best of six udpBlast runs of the same packets (1024-byte
+// payload, BTH and ICRC) in batches of 60, as the port sends them, three
+// before and three after in the same run.
 func BenchmarkWireWriteBW(b *testing.B) {
 	const size = 65536
 	for i, transport := range []string{TransportRoCE, TransportTCP} {
@@ -89,13 +89,22 @@ func BenchmarkWireWriteBW(b *testing.B) {
 			if err := t.connect(a.info()); err != nil {
 				b.Fatal(err)
 			}
+			// The path's limit: the best of several blasts before and
+			// after, since one blast varies by a factor of two on a
+			// busy machine.
 			const pkt = 1024 + 12 + 4
-			blast := udpBlast(b, addrA.Next().Next().Next(), addrA.Next().Next(), pkt, 60000, 60) * 1024 / pkt
+			blast := 0.0
+			measure := func() {
+				for range 3 {
+					blast = max(blast, udpBlast(b, addrA.Next().Next().Next(), addrA.Next().Next(), pkt, 60000, 60)*1024/pkt)
+				}
+			}
+			measure()
 			b.SetBytes(size)
 			b.ResetTimer()
 			el := writeLoop(b, a, t.info(), size, b.N, 128, 1)
 			b.StopTimer()
-			blast = (blast + udpBlast(b, addrA.Next().Next().Next(), addrA.Next().Next(), pkt, 60000, 60)*1024/pkt) / 2
+			measure()
 			b.ReportMetric(float64(b.N)*size/el.Seconds()/blast, "of_udp_blast")
 		})
 	}

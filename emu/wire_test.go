@@ -628,11 +628,11 @@ func TestWireWindow(t *testing.T) {
 		}
 		for n := sent.Load(); ; {
 			time.Sleep(100 * time.Millisecond)
-			if m := sent.Load(); m == n {
+			m := sent.Load()
+			if m == n {
 				return n - from
-			} else {
-				n = m
 			}
+			n = m
 		}
 	}
 	complete := func() {

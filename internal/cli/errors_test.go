@@ -77,6 +77,8 @@ func TestErrors(t *testing.T) {
 		{"write_bw", "--wait_destroy=1s", "", " wait_destroy argument 1s should be uint32_t\n" + PF},
 		{"write_bw", "--retry_count=-1", "", " Retry Count must be non-negative int\n" + PF},
 		{"write_bw", "--repeat 4 --repeat_ci 5 host", "", " --repeat_ci needs at least 5 runs: --repeat 4 is too few\n" + PF},
+		{"write_bw", "--loopback -p 20000", "", " --loopback connects over a free port of 127.0.0.1: -p, --bind_source_ip and --ipv6-addr do not apply\n" + PF},
+		{"send_lat", "--loopback --bind_source_ip 127.0.0.1", "", " --loopback connects over a free port of 127.0.0.1: -p, --bind_source_ip and --ipv6-addr do not apply\n" + PF},
 		{"write_bw", "-R --repeat_ci 5 host", "", " --repeat_ci cannot end the server's series over rdma_cm (-z, -R): use --repeat alone\n" + PF},
 		{"send_lat", "-z --repeat_ci 5 host", "", " --repeat_ci cannot end the server's series over rdma_cm (-z, -R): use --repeat alone\n" + PF},
 		{"write_bw", "--cqe_poll=0", "", " CQE Poll should be between 1 and 65535\n" + PF},

@@ -230,6 +230,11 @@ func (p *parser) parse(args []string) error {
 	if p.cfg.Loopback && p.cfg.Server != "" {
 		return p.parserFail(" --loopback runs the server and the client in this process: give no <host>\n")
 	}
+	if p.cfg.Loopback && (p.seen["p"] || p.seen["bind_source_ip"] || p.seen["ipv6-addr"]) {
+		// The server listens on a free port of 127.0.0.1 and the
+		// client connects to it: these would be silently ignored.
+		return p.parserFail(" --loopback connects over a free port of 127.0.0.1: -p, --bind_source_ip and --ipv6-addr do not apply\n")
+	}
 	if p.cfg.PostList < 1 {
 		return p.parserFail(" %s must be positive\n", "Send Post List size")
 	}
