@@ -13,8 +13,9 @@
 //
 // The hot path does not allocate: Parse aliases the payload in the buffer it
 // parses, errors are package-level values (test them with errors.Is), and
-// the ICRC is computed with hash/crc32 plus a fixed-size pseudo header on
-// the stack. The buffer given to ICRC, Seal or CheckICRC is handed to
+// the ICRC is computed with hash/crc32 (or, where that is slower, as under
+// an emulated CPU, with slicing-by-8 tables) plus a fixed-size pseudo header
+// on the stack. The buffer given to ICRC, Seal or CheckICRC is handed to
 // hash/crc32, which lets it escape; use heap or pooled packet buffers.
 //
 // # IPv4 Identification

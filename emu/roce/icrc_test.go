@@ -123,7 +123,20 @@ var vectors = []struct {
 	},
 }
 
+// TestVectors checks the vectors with the CRC of the packet's bulk
+// computed both ways: by hash/crc32 and by the tables (whichever is
+// faster is used).
 func TestVectors(t *testing.T) {
+	t.Logf("hash/crc32 chosen: %v", useCLMUL)
+	orig := useCLMUL
+	t.Cleanup(func() { useCLMUL = orig })
+	for _, clmul := range []bool{true, false} {
+		useCLMUL = clmul
+		t.Run(map[bool]string{true: "hash_crc32", false: "tables"}[clmul], testVectors)
+	}
+}
+
+func testVectors(t *testing.T) {
 	for _, v := range vectors {
 		want := unhex(t, v.hex)
 		if got := ICRC(v.flow, want); got != v.icrc {
