@@ -161,8 +161,11 @@ func (d *dispatcher) route(e Event) {
 		l := d.listeners[e.UID]
 		if l == nil {
 			d.mu.Unlock()
-			// A request for a listener already closed: the kernel
-			// destroys its id with the listener's.
+			// A request for a listener closed since the kernel
+			// reported it: the kernel destroys with the listener only
+			// the requests not yet read, so this one's id is destroyed
+			// here, which rejects the request.
+			_, _ = d.c.NewID(&e, d.ps).Destroy()
 			return
 		}
 		d.refs++
