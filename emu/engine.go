@@ -3,7 +3,6 @@
 package emu
 
 import (
-	"container/heap"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,16 +27,46 @@ type timer struct {
 	seq uint64
 }
 
+// timerHeap is a min-heap of timers by time. It is not container/heap,
+// whose interface boxes every timer pushed or popped: scheduling a timer
+// happens while posting, which must not allocate.
 type timerHeap []timer
 
-func (t timerHeap) Len() int           { return len(t) }
-func (t timerHeap) Less(i, j int) bool { return t[i].at.Before(t[j].at) }
-func (t timerHeap) Swap(i, j int)      { t[i], t[j] = t[j], t[i] }
-func (t *timerHeap) Push(x any)        { *t = append(*t, x.(timer)) }
-func (t *timerHeap) Pop() any {
-	old := *t
-	x := old[len(old)-1]
-	*t = old[:len(old)-1]
+func (t *timerHeap) push(x timer) {
+	*t = append(*t, x)
+	h := *t
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h[i].at.Before(h[p].at) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (t *timerHeap) pop() timer {
+	h := *t
+	x := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	h[n] = timer{} // drop the reference to the QP
+	h = h[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && h[l].at.Before(h[m].at) {
+			m = l
+		}
+		if r := l + 1; r < n && h[r].at.Before(h[m].at) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*t = h
 	return x
 }
 
@@ -59,7 +88,7 @@ func (e *engine) stop() {
 // moved on by then. It is called with q's send lock held.
 func (e *engine) schedule(q *qp, at time.Time, seq uint64) {
 	e.mu.Lock()
-	heap.Push(&e.q, timer{at: at, qp: q, seq: seq})
+	e.q.push(timer{at: at, qp: q, seq: seq})
 	e.mu.Unlock()
 	select {
 	case e.wake <- struct{}{}:
@@ -92,7 +121,7 @@ func (e *engine) run() {
 				e.mu.Unlock()
 				break
 			}
-			x := heap.Pop(&e.q).(timer)
+			x := e.q.pop()
 			q := x.qp
 			if q.wq != nil {
 				// A network QP's ACK timer moves on with every ACK
@@ -100,7 +129,7 @@ func (e *engine) run() {
 				// the timer waits for it without the send lock, which
 				// a busy sender holds nearly all the time.
 				if dl := q.wq.deadlineNs.Load(); dl > monoNs(now) {
-					heap.Push(&e.q, timer{at: monoTime(dl), qp: q, seq: x.seq})
+					e.q.push(timer{at: monoTime(dl), qp: q, seq: x.seq})
 					e.mu.Unlock()
 					continue
 				}

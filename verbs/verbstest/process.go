@@ -335,8 +335,12 @@ func testTwoProcesses(t *testing.T, tg Target) {
 		t.Fatalf("peer memory of %d bytes, want 64 KiB", plen)
 	}
 
+	// Short enough that a killed peer fails a request well within the
+	// test's bound, long enough that a peer process slowed by a loaded
+	// machine (go test runs packages in parallel) answers in time.
+	const timeout, retries = 15, 3
 	pa := f.params()
-	pa.Timeout, pa.RetryCnt = 10, 1
+	pa.Timeout, pa.RetryCnt = timeout, retries
 	p := f.pair(pairOpts{typ: verbs.RC, noConnect: true, pa: pa, psnA: 0x1234, psnB: 1})
 	a := p.A
 	// Identifiers are unique across processes.
@@ -428,6 +432,6 @@ func testTwoProcesses(t *testing.T, tg Target) {
 	checkWC(t, "send to a killed peer", wc, wcWant{ID: 4, Status: verbs.WCRetryExcErr, QPNum: a.QP.Num()})
 	bound := 2 * time.Second
 	if elapsed > bound {
-		t.Errorf("RETRY_EXC_ERR after %v, want it within %v (timeout 10, retry_cnt 1: nominally %v)", elapsed, bound, 2*ackTimeout(10))
+		t.Errorf("RETRY_EXC_ERR after %v, want it within %v (timeout %d, retry_cnt %d: nominally %v)", elapsed, bound, timeout, retries, (retries+1)*ackTimeout(timeout))
 	}
 }
