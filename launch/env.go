@@ -158,6 +158,17 @@ func (e *env) detect() (Info, error) {
 		rank("PMI_RANK")
 		size("PMI_SIZE")
 		opt(&info.LocalRank, "MPI_LOCALRANKID")
+	case e.has("OMPI_COMM_WORLD_RANK"):
+		// Before Slurm: mpirun inside an allocation passes its
+		// processes the batch step's SLURM_PROCID (0 for all).
+		info.Launcher = OpenMPI
+		rank("OMPI_COMM_WORLD_RANK")
+		size("OMPI_COMM_WORLD_SIZE")
+		opt(&info.LocalRank, "OMPI_COMM_WORLD_LOCAL_RANK")
+		if err == nil {
+			err = e.same("PMIX_RANK", "OMPI_COMM_WORLD_RANK", info.Rank)
+		}
+		info.JobID, _ = e.get("PMIX_NAMESPACE")
 	case e.has("SLURM_PROCID"):
 		info.Launcher = Slurm
 		rank("SLURM_PROCID")
@@ -180,15 +191,6 @@ func (e *env) detect() (Info, error) {
 				info.JobID += "." + step
 			}
 		}
-	case e.has("OMPI_COMM_WORLD_RANK"):
-		info.Launcher = OpenMPI
-		rank("OMPI_COMM_WORLD_RANK")
-		size("OMPI_COMM_WORLD_SIZE")
-		opt(&info.LocalRank, "OMPI_COMM_WORLD_LOCAL_RANK")
-		if err == nil {
-			err = e.same("PMIX_RANK", "OMPI_COMM_WORLD_RANK", info.Rank)
-		}
-		info.JobID, _ = e.get("PMIX_NAMESPACE")
 	case e.has("PMIX_RANK"):
 		info.Launcher = PMIx
 		rank("PMIX_RANK")

@@ -27,7 +27,7 @@ func TestDetect(t *testing.T) {
 		want Info
 	}{
 		{"slurm", []string{"SLURM_PROCID=5", "SLURM_NTASKS=8", "SLURM_LOCALID=1", "SLURM_NODEID=2", "SLURM_NNODES=4",
-			"SLURM_STEP_NODELIST=node[01-03,07]", "SLURM_JOB_ID=42", "SLURM_STEP_ID=0", "OMPI_COMM_WORLD_RANK=3"}, NoOverrides,
+			"SLURM_STEP_NODELIST=node[01-03,07]", "SLURM_JOB_ID=42", "SLURM_STEP_ID=0"}, NoOverrides,
 			Info{Launcher: Slurm, Rank: 5, Size: 8, LocalRank: 1, Node: 2, Nodes: []string{"node01", "node02", "node03", "node07"}, PMIFD: -1, JobID: "42.0"}},
 		{"slurm, SLURM_NPROCS only", []string{"SLURM_PROCID=0", "SLURM_NPROCS=2"}, NoOverrides,
 			Info{Launcher: Slurm, Rank: 0, Size: 2, LocalRank: -1, Node: -1, PMIFD: -1}},
@@ -35,6 +35,10 @@ func TestDetect(t *testing.T) {
 			Info{Launcher: PMI, Rank: 1, Size: 4, LocalRank: -1, Node: -1, PMIFD: 5}},
 		{"open mpi", []string{"OMPI_COMM_WORLD_RANK=2", "OMPI_COMM_WORLD_SIZE=4", "OMPI_COMM_WORLD_LOCAL_RANK=0", "PMIX_RANK=2", "PMIX_NAMESPACE=prterun-x-1@1"}, NoOverrides,
 			Info{Launcher: OpenMPI, Rank: 2, Size: 4, LocalRank: 0, Node: -1, PMIFD: -1, JobID: "prterun-x-1@1"}},
+		// mpirun in an sbatch script: its processes inherit the batch
+		// step's (or its daemons') SLURM_PROCID.
+		{"open mpi in a slurm allocation", []string{"SLURM_PROCID=0", "SLURM_NTASKS=8", "SLURM_JOB_ID=42", "OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_SIZE=8"}, NoOverrides,
+			Info{Launcher: OpenMPI, Rank: 3, Size: 8, LocalRank: -1, Node: -1, PMIFD: -1}},
 		{"pmix", []string{"PMIX_RANK=1", "PMIX_SIZE=3"}, NoOverrides, Info{Launcher: PMIx, Rank: 1, Size: 3, LocalRank: -1, Node: -1, PMIFD: -1}},
 		{"hydra", []string{"PMI_RANK=3", "PMI_SIZE=4", "MPI_LOCALRANKID=1"}, NoOverrides, Info{Launcher: MPICH, Rank: 3, Size: 4, LocalRank: 1, Node: -1, PMIFD: -1}},
 		{"kubernetes", []string{"JOB_COMPLETION_INDEX=6", "PVPERF_SIZE=8"}, NoOverrides, Info{Launcher: Kubernetes, Rank: 6, Size: 8, LocalRank: -1, Node: -1, PMIFD: -1}},
