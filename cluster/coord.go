@@ -273,6 +273,10 @@ func readOutcomes(p *peer, events chan<- event, done <-chan struct{}) {
 	}
 }
 
+// pairMargin is how much longer than the pair timeout rank 0 waits for a
+// pair's outcomes: a quarter of it, at least 1 s and at most 10 s.
+func pairMargin(d time.Duration) time.Duration { return min(max(d/4, time.Second), 10*time.Second) }
+
 // runRound runs a round: it sends each server its task, each client its
 // task once its server is ready, and waits for both outcomes of every
 // pair, at most cfg.PairTimeout.
@@ -307,7 +311,9 @@ func runRound(ctx context.Context, cfg Config, r int, round []Pair, peers []*pee
 			res[i].Err = gone(peers, pr)
 		}
 	}
-	deadline := time.NewTimer(cfg.PairTimeout)
+	// The ranks' own tests end at the pair timeout and then report:
+	// rank 0 gives them a margin to do so before it gives up on a rank.
+	deadline := time.NewTimer(cfg.PairTimeout + pairMargin(cfg.PairTimeout))
 	defer deadline.Stop()
 	for len(owed) > 0 {
 		select {
@@ -344,7 +350,7 @@ func runRound(ctx context.Context, cfg Config, r int, round []Pair, peers []*pee
 			got[i][side] = &o
 		case <-deadline.C:
 			for rank := range owed {
-				peers[rank].gone = fmt.Errorf("rank %d did not report in %v (the pair timeout)", rank, cfg.PairTimeout)
+				peers[rank].gone = fmt.Errorf("rank %d did not report in %v (the pair timeout and a margin)", rank, cfg.PairTimeout+pairMargin(cfg.PairTimeout))
 			}
 			owed = nil
 		case <-ctx.Done():

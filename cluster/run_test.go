@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -100,7 +101,7 @@ func TestFailingRanks(t *testing.T) {
 					ready()
 				}
 				<-ctx.Done()
-				time.Sleep(time.Second)
+				time.Sleep(3 * time.Second) // past rank 0's margin
 				return Outcome{}
 			}
 		}
@@ -122,6 +123,64 @@ func TestFailingRanks(t *testing.T) {
 		case p.Err != "" || p.Value != float64(1000*p.Server+p.Client):
 			t.Errorf("pair %+v of healthy ranks", p)
 		}
+	}
+}
+
+// A pair whose test ends at the pair timeout fails alone: both its ranks,
+// which reported in time, run their later pairs.
+func TestPairTimeoutKeepsRanks(t *testing.T) {
+	cfg := Config{Size: 4, Pattern: AllPairs, BasePort: 20000, PairTimeout: 300 * time.Millisecond}
+	res, errs, err := simulated(t, cfg, func(rank int, die func()) Test {
+		return func(ctx context.Context, t Task, ready func()) Outcome {
+			if t.Peer.Rank+rank != 1 { // not the pair of ranks 0 and 1
+				return healthy(rank, die)(ctx, t, ready)
+			}
+			if t.Server {
+				ready()
+			}
+			<-ctx.Done()
+			return Outcome{Err: context.Cause(ctx).Error()}
+		}
+	})
+	if err != nil || errors.Join(errs...) != nil {
+		t.Fatalf("run: %v; ranks: %v", err, errs)
+	}
+	for _, p := range res.Pairs {
+		stalled := p.Server+p.Client == 1
+		if stalled != (p.Err != "") {
+			t.Errorf("pair %+v", p)
+		}
+		if stalled && !strings.Contains(p.Err, "the pair timeout") {
+			t.Errorf("stalled pair's error %q does not name the pair timeout", p.Err)
+		}
+	}
+}
+
+// A test that gives no finite number fails its pair, not its rank.
+func TestInfiniteResult(t *testing.T) {
+	cfg := Config{Size: 3, Pattern: AllPairs, BasePort: 20000}
+	res, errs, err := simulated(t, cfg, func(rank int, die func()) Test {
+		return func(ctx context.Context, t Task, ready func()) Outcome {
+			if rank == 1 && !t.Server {
+				return Outcome{Value: math.Inf(1)}
+			}
+			return healthy(rank, die)(ctx, t, ready)
+		}
+	})
+	if err != nil || errors.Join(errs...) != nil {
+		t.Fatalf("run: %v; ranks: %v", err, errs)
+	}
+	failed := 0
+	for _, p := range res.Pairs {
+		if bad := p.Client == 1; bad != (p.Err != "") || bad && !strings.Contains(p.Err, "no finite result (+Inf)") {
+			t.Errorf("pair %+v", p)
+		}
+		if p.Err != "" {
+			failed++
+		}
+	}
+	if failed == 0 {
+		t.Error("rank 1 was the client of no pair")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"sync"
 	"time"
@@ -151,6 +152,14 @@ func Join(ctx context.Context, addr string, cfg Config, me Member, test Test) er
 		}
 		cancel()
 		o.Round = task.Round
+		if math.IsNaN(o.Value) || math.IsInf(o.Value, 0) {
+			// JSON has no such numbers (a duration run that completed
+			// nothing gives one): the pair fails, saying why.
+			if o.Err == "" {
+				o.Err = fmt.Sprintf("no finite result (%v)", o.Value)
+			}
+			o.Value = 0
+		}
 		if err := send(message{Type: msgOutcome, Outcome: &o}); err != nil {
 			return fmt.Errorf("cluster: rank %d: report to rank 0: %w", me.Rank, ctxErr(ctx, err))
 		}
