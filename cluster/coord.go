@@ -327,9 +327,13 @@ func runRound(ctx context.Context, cfg Config, r int, round []Pair, peers []*pee
 			}
 			pr := round[i]
 			if e.ready {
-				if e.rank == pr.Server && got[i][0] == nil && !task(i, false) {
+				if e.rank == pr.Server && got[i][0] == nil && (peers[pr.Client].gone != nil || !task(i, false)) {
+					// The client left (perhaps while it owed nothing):
+					// its server would wait for it until the pair
+					// timeout.
 					o := Outcome{Err: peers[pr.Client].gone.Error()}
 					got[i][1] = &o
+					_ = peers[pr.Server].send(message{Type: msgCancel, Round: r + 1})
 				}
 				continue
 			}

@@ -156,6 +156,49 @@ func TestPairTimeoutKeepsRanks(t *testing.T) {
 	}
 }
 
+// A rank that leaves between rounds, owing nothing, fails its later pairs
+// at once: its servers are cancelled, and their ranks stay in the run.
+func TestClientLeavesBetweenRounds(t *testing.T) {
+	cfg := Config{Size: 4, Pattern: AllPairs, BasePort: 20000, PairTimeout: 500 * time.Millisecond}
+	res, errs, err := simulated(t, cfg, func(rank int, die func()) Test {
+		return func(ctx context.Context, t Task, ready func()) Outcome {
+			if rank == 2 && t.Round == 1 {
+				// Gone after reporting round 1, while it owes nothing.
+				go func() { time.Sleep(100 * time.Millisecond); die() }()
+			}
+			if t.Server && t.Peer.Rank == 2 && t.Round > 1 {
+				time.Sleep(200 * time.Millisecond) // ready after rank 2 left
+				ready()
+				<-ctx.Done() // its client never comes
+				return Outcome{Err: context.Cause(ctx).Error()}
+			}
+			if t.Server {
+				ready()
+			}
+			return value(t, rank)
+		}
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	for r, e := range errs {
+		if r != 2 && e != nil {
+			t.Errorf("rank %d: %v", r, e)
+		}
+	}
+	for _, p := range res.Pairs {
+		involved := p.Server == 2 || p.Client == 2
+		switch {
+		case involved && p.Round > 1:
+			if !strings.Contains(p.Err, "rank 2 left") {
+				t.Errorf("pair %+v: want an error saying rank 2 left", p)
+			}
+		case p.Err != "":
+			t.Errorf("pair %+v failed", p)
+		}
+	}
+}
+
 // A test that gives no finite number fails its pair, not its rank.
 func TestInfiniteResult(t *testing.T) {
 	cfg := Config{Size: 3, Pattern: AllPairs, BasePort: 20000}
