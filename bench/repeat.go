@@ -18,7 +18,7 @@ import (
 const (
 	// MinRepeats is the fewest runs after which --repeat_ci may stop:
 	// a bootstrap interval of fewer says little.
-	MinRepeats = 5
+	MinRepeats = reports.MinRepeatValues
 	// RepeatLevel is the confidence level of the repeats' intervals, and
 	// RepeatResamples the bootstrap's resamples.
 	RepeatLevel     = 0.95

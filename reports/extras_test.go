@@ -151,6 +151,21 @@ func TestRepeats(t *testing.T) {
 	if rep1, _ := SummarizeRepeats(runs[:5], 0.95, 2000, 200); !rep1.Converged {
 		t.Error("200%: not converged")
 	}
+	// Runs that measured nothing do not count: one valid value of five
+	// has an interval of no width, which is no evidence.
+	sparse := make([]Run, len(runs))
+	for i := range runs {
+		sparse[i] = runs[i]
+		sparse[i].Results = []Result{runs[i].Results[0]}
+		bw := *runs[i].Results[0].BW
+		if i > 0 {
+			bw.AverageMiBps = NaN
+		}
+		sparse[i].Results[0].BW = &bw
+	}
+	if rep1, _ := SummarizeRepeats(sparse, 0.95, 2000, 200); rep1.Converged {
+		t.Error("one valid value of five: converged")
+	}
 	var out bytes.Buffer
 	if err := WriteRepeats(&out, rep, KindBW, false); err != nil {
 		t.Fatal(err)

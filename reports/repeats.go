@@ -94,6 +94,11 @@ func repeatMetrics(kind string) []repeatMetric {
 	}
 }
 
+// MinRepeatValues is the fewest valid values of a row's primary metric
+// whose interval may count as within a target: an interval of fewer (of
+// one value it has no width at all) says little.
+const MinRepeatValues = 5
+
 // RepeatSeed seeds the bootstrap, so that the same runs give the same
 // interval.
 const RepeatSeed = 1
@@ -107,6 +112,11 @@ func SummarizeRepeats(runs []Run, level float64, resamples int, target float64) 
 		return nil, fmt.Errorf("summarize repeats: %w", estimate.ErrNoData)
 	}
 	rep := &Repeats{Runs: len(runs), Level: level, Resamples: resamples, TargetPercent: NaN, Converged: true}
+	defer func() {
+		if len(rep.Rows) == 0 {
+			rep.Converged = false
+		}
+	}()
 	if target > 0 {
 		rep.TargetPercent = Num(target)
 	}
@@ -136,6 +146,13 @@ func SummarizeRepeats(runs []Run, level float64, resamples int, target float64) 
 					xs = append(xs, float64(v))
 				}
 			}
+			primary := mi == 0 && target > 0
+			if primary && len(xs) < MinRepeatValues {
+				// Runs that measured nothing (a duration run
+				// without a round trip) do not count towards
+				// the target.
+				rep.Converged = false
+			}
 			if len(xs) == 0 {
 				continue
 			}
@@ -144,7 +161,7 @@ func SummarizeRepeats(runs []Run, level float64, resamples int, target float64) 
 				return nil, fmt.Errorf("summarize repeats: %s of %d bytes: %w", m.key, k.size, err)
 			}
 			hw := s.HalfWidth() * 100
-			if mi == 0 && target > 0 && !(hw <= target) {
+			if primary && !(hw <= target) {
 				rep.Converged = false
 			}
 			rep.Rows = append(rep.Rows, RepeatRow{
