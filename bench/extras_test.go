@@ -102,7 +102,7 @@ func TestIntervals(t *testing.T) {
 				}
 				last = iv.To
 			}
-			if n != len(lines) || last < 2.9 || last > 3.5 {
+			if n != len(lines) || last < 2.9 || last > 5 { // the clock's goroutine may be late
 				t.Errorf("%d JSON lines ending at %v s, %d text lines", n, last, len(lines))
 			}
 		})

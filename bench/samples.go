@@ -118,7 +118,7 @@ func startDuration(ctx context.Context, duration, margin int, tick func(interval
 	phases := d.done
 	if tick != nil {
 		phases = make(chan struct{})
-		go d.ticks(phases, duration, margin, tick)
+		go d.ticks(phases, tick)
 	}
 	go func() {
 		defer close(phases)
@@ -160,18 +160,24 @@ func startDuration(ctx context.Context, duration, margin int, tick func(interval
 // ticks calls tick each second with the count of the second past, and a
 // last time when phases is closed (unless the last second was just
 // reported), then closes done.
-func (d *durationClock) ticks(phases <-chan struct{}, duration, margin int, tick func(interval)) {
+//
+// An interval is sampled when it lies between the switches to SAMPLE and
+// to STOP_SAMPLE as they happened (within a little slack), not as they
+// were planned: on a busy machine either goroutine may be late.
+func (d *durationClock) ticks(phases <-chan struct{}, tick func(interval)) {
 	defer close(d.done)
 	t0 := time.Now()
-	const slack = 50 * time.Millisecond
-	winFrom, winTo := time.Duration(margin)*time.Second-slack, time.Duration(duration-margin)*time.Second+slack
+	const slack = int64(50 * time.Millisecond)
 	var last time.Duration
+	lastNS := clock.Now()
 	var lastCount uint64
 	report := func() {
-		at := time.Since(t0)
+		at, now := time.Since(t0), clock.Now()
 		c := d.count.Load()
-		tick(interval{From: last, To: at, Count: c - lastCount, Sampled: last >= winFrom && at <= winTo})
-		last, lastCount = at, c
+		start, stop := d.start.Load(), d.stop.Load()
+		sampled := start != 0 && lastNS >= start-slack && (stop == 0 || now <= stop+slack)
+		tick(interval{From: last, To: at, Count: c - lastCount, Sampled: sampled})
+		last, lastNS, lastCount = at, now, c
 	}
 	tk := time.NewTicker(time.Second)
 	defer tk.Stop()
@@ -180,7 +186,7 @@ func (d *durationClock) ticks(phases <-chan struct{}, duration, margin int, tick
 		case <-tk.C:
 			report()
 		case <-phases:
-			if time.Since(t0)-last > 2*slack {
+			if time.Since(t0)-last > 2*time.Duration(slack) {
 				report()
 			}
 			return
