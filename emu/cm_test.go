@@ -911,3 +911,35 @@ func TestCMClose(t *testing.T) {
 	}
 	checkCMGoroutines(t)
 }
+
+// TestListenerCloseRace: requests racing the close of their listener end
+// promptly, accepted or rejected (a request the listener never read is
+// refused as one to a port nobody listens on), never with a raw
+// connection error.
+func TestListenerCloseRace(t *testing.T) {
+	for round := range 20 {
+		srv, cli := testCM(t, testResp), testCM(t, testResp)
+		lis, addr := cmListen(t, srv, verbs.PortSpaceTCP, 2)
+		errs := make(chan error, 8)
+		for i := range 8 {
+			id := cmResolve(t, cli, verbs.PortSpaceTCP, addr)
+			go func() {
+				_, err := id.Connect(testCtx(t), verbs.ConnParam{QPNum: uint32(i + 1)})
+				errs <- err
+			}()
+		}
+		go func() {
+			if p, _, err := lis.GetRequest(testCtx(t)); err == nil {
+				_ = p.Accept(testCtx(t), verbs.ConnParam{QPNum: 99})
+				p.Close()
+			}
+		}()
+		time.Sleep(time.Duration(round%5) * time.Millisecond)
+		lis.Close()
+		for range 8 {
+			if err := <-errs; err != nil && !errors.Is(err, verbs.ErrRejected) {
+				t.Errorf("round %d: connect racing the listener's close: %v", round, err)
+			}
+		}
+	}
+}

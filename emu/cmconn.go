@@ -102,10 +102,33 @@ func (id *cmID) request(ctx context.Context, req *cmMsg) (*cmMsg, net.Conn, erro
 		return nil, nil, err
 	}
 	if err := id.send(c, req); err != nil {
-		return nil, c, id.readErr(ctx, err)
+		return nil, c, refused(req, id.readErr(ctx, err))
 	}
 	ans, err := id.await(ctx, c, deadline)
-	return ans, c, err
+	if err != nil {
+		return nil, c, refused(req, err)
+	}
+	return ans, c, nil
+}
+
+// refused turns the peer's end of the connection before it answered req
+// into a rejection: its listener closed (or its process ended) with the
+// request unread, which is as a request to a port no one listens on.
+func refused(req *cmMsg, err error) error {
+	if !errors.Is(err, errPeerClosed) {
+		return err
+	}
+	if req.typ == msgSIDRREQ {
+		return &CMRejectError{SIDR: true, Reason: sidrUnsupported, Err: err}
+	}
+	return &CMRejectError{Reason: rejInvalidService, Err: err}
+}
+
+// peerEnded tells that err is the peer's end of the connection: its close
+// or its reset.
+func peerEnded(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, unix.ECONNRESET) || errors.Is(err, unix.EPIPE)
 }
 
 // dialErr classifies an error of the TCP connect: refused (no listener:
@@ -116,9 +139,11 @@ func (id *cmID) dialErr(ctx context.Context, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
-	case errors.Is(err, unix.ECONNREFUSED) && id.ps == verbs.PortSpaceUDP:
+	// Refused, or reset by a listener that closed with the connection in
+	// its queue: no one listens.
+	case (errors.Is(err, unix.ECONNREFUSED) || errors.Is(err, unix.ECONNRESET)) && id.ps == verbs.PortSpaceUDP:
 		return &CMRejectError{SIDR: true, Reason: sidrUnsupported, Err: err}
-	case errors.Is(err, unix.ECONNREFUSED):
+	case errors.Is(err, unix.ECONNREFUSED) || errors.Is(err, unix.ECONNRESET):
 		return &CMRejectError{Reason: rejInvalidService, Err: err}
 	case errors.As(err, &ne) && ne.Timeout():
 		return fmt.Errorf("%w: %w", verbs.ErrCMTimeout, err)
@@ -734,7 +759,7 @@ func (id *cmID) readErr(ctx context.Context, err error) error {
 		return verbs.ErrClosed
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return fmt.Errorf("%w from the peer in %v", verbs.ErrCMTimeout, id.m.respTimeout)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+	case peerEnded(err):
 		return errPeerClosed
 	}
 	return err

@@ -154,8 +154,10 @@
 // listener listens on its bound address and port, an active id connects to
 // its destination. A loopback address resolves to the first emulated
 // device, any other to the device whose GID table holds the local address
-// that routes to it. A refused TCP connection is the IB CM's rejection
-// "no listener" (reason 8); a peer silent for CMResponseTimeout is
+// that routes to it. A refused TCP connection, or one the listener's
+// side ends before it answers the request (its listener closed), is the
+// IB CM's rejection "no listener" (reason 8); a peer silent for
+// CMResponseTimeout is
 // verbs.ErrCMTimeout. It differs from the kernel's in that:
 //
 //   - the TCP and UDP port spaces share TCP ports, and Bind already
@@ -163,8 +165,9 @@
 //   - peers on other hosts exchange data only when the devices have
 //     addresses of their own (the network transports); without one the
 //     data path is memcpy between processes of one host;
-//   - a peer that closes its TCP connection in the middle of a handshake
-//     fails the call at once with an error wrapping io.ErrUnexpectedEOF;
+//   - a peer that closes or resets its TCP connection later in a
+//     handshake fails the call at once with an error wrapping
+//     io.ErrUnexpectedEOF;
 //   - an active id's source port is its TCP connection's, known after
 //     Connect;
 //   - datagram rejections wrap verbs.ErrRejected (the kernel reports them

@@ -17,6 +17,7 @@ const (
 	EAGAIN        = unix.EAGAIN
 	EBUSY         = unix.EBUSY
 	ECONNREFUSED  = unix.ECONNREFUSED
+	ECONNRESET    = unix.ECONNRESET
 	EEXIST        = unix.EEXIST
 	EFAULT        = unix.EFAULT
 	EHOSTUNREACH  = unix.EHOSTUNREACH
@@ -29,6 +30,7 @@ const (
 	ENOSPC        = unix.ENOSPC
 	ENOTSUP       = unix.EOPNOTSUPP
 	EPERM         = unix.EPERM
+	EPIPE         = unix.EPIPE
 	ETIMEDOUT     = unix.ETIMEDOUT
 )
 
