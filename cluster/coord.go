@@ -31,6 +31,10 @@ type Config struct {
 	PairTimeout time.Duration
 	// Round, when set, is called on rank 0 after each round.
 	Round func(r RoundResult)
+	// Job names the launcher's job (launch.Info.JobID), if it says: rank
+	// 0 refuses the hello of a rank of another job, which another run of
+	// the same size on the same first node would send it.
+	Job string
 }
 
 func (c *Config) defaults() error {
@@ -171,15 +175,28 @@ func rendezvous(ctx context.Context, ln net.Listener, cfg Config) ([]*peer, []Me
 	all := make(chan struct{})
 	var wg sync.WaitGroup
 	var refused []string
+	// pending holds the connections that have not said hello yet: once
+	// every rank is in, they are closed (a port scan or a health check
+	// must not hold up the run).
+	pending := map[net.Conn]bool{}
+	deadline, _ := ctx.Deadline()
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
 			break
 		}
+		mu.Lock()
+		if arrived == cfg.Size {
+			mu.Unlock()
+			conn.Close()
+			continue
+		}
+		pending[conn] = true
+		mu.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = conn.SetReadDeadline(time.Now().Add(cfg.RendezvousTimeout))
+			_ = conn.SetReadDeadline(deadline)
 			m, err := newReader(conn).read()
 			why := ""
 			switch {
@@ -191,9 +208,12 @@ func rendezvous(ctx context.Context, ln net.Listener, cfg Config) ([]*peer, []Me
 				why = fmt.Sprintf("rank %d speaks version %d of the protocol, not %d", m.Member.Rank, m.Version, ProtocolVersion)
 			case m.Size != cfg.Size:
 				why = fmt.Sprintf("rank %d says the run has %d ranks, rank 0 says %d", m.Member.Rank, m.Size, cfg.Size)
+			case m.Job != cfg.Job:
+				why = fmt.Sprintf("rank %d belongs to job %q, rank 0 to job %q", m.Member.Rank, m.Job, cfg.Job)
 			}
 			mu.Lock()
 			defer mu.Unlock()
+			delete(pending, conn)
 			if why == "" && peers[m.Member.Rank] != nil {
 				why = fmt.Sprintf("rank %d arrived twice (%s and %s)", m.Member.Rank, members[m.Member.Rank].Host, m.Member.Host)
 			}
@@ -209,6 +229,9 @@ func rendezvous(ctx context.Context, ln net.Listener, cfg Config) ([]*peer, []Me
 			if arrived++; arrived == cfg.Size {
 				close(all)
 				ln.Close()
+				for c := range pending {
+					c.Close()
+				}
 			}
 		}()
 	}

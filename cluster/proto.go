@@ -69,6 +69,8 @@ type message struct {
 	Task    *Task    `json:"task,omitempty"`
 	Outcome *Outcome `json:"outcome,omitempty"`
 	Reason  string   `json:"reason,omitempty"`
+	// Job is the hello's job name (Config.Job).
+	Job string `json:"job,omitempty"`
 }
 
 var errMessage = errors.New("cluster: malformed message")

@@ -267,6 +267,65 @@ func TestRendezvousMissingRank(t *testing.T) {
 	}
 }
 
+// A rank of another job (another run of the same size whose rank 0 is on
+// the same node) is refused, with a message naming both jobs.
+func TestRendezvousOtherJob(t *testing.T) {
+	cfg := Config{Size: 2, Pattern: AllPairs, BasePort: 20000, RendezvousTimeout: 500 * time.Millisecond, Job: "42.0"}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := cfg
+	other.Job = "43.0"
+	errc := make(chan error, 1)
+	go func() {
+		errc <- Join(context.Background(), ln.Addr().String(), other, Member{Rank: 1, Host: "node7"}, healthy(1, nil))
+	}()
+	_, err = Coordinate(context.Background(), ln, cfg)
+	if e := <-errc; !errors.Is(e, ErrAborted) || !strings.Contains(e.Error(), `rank 1 belongs to job "43.0", rank 0 to job "42.0"`) {
+		t.Errorf("the other job's rank: %v", e)
+	}
+	if err == nil {
+		t.Error("the rendezvous succeeded with a rank of another job")
+	}
+}
+
+// A connection that says nothing does not hold up a rendezvous every rank
+// has reached.
+func TestRendezvousSilentConnection(t *testing.T) {
+	cfg := Config{Size: 2, Pattern: AllPairs, BasePort: 20000, RendezvousTimeout: time.Minute}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	done := make(chan error, 2)
+	go func() {
+		done <- Join(context.Background(), ln.Addr().String(), cfg, Member{Rank: 1, Host: "node1"}, healthy(1, nil))
+	}()
+	go func() {
+		_, err := Coordinate(context.Background(), ln, cfg)
+		done <- err
+	}()
+	go func() {
+		done <- Join(context.Background(), ln.Addr().String(), cfg, Member{Rank: 0, Host: "node0"}, healthy(0, nil))
+	}()
+	for range 3 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the run waits for a connection that said nothing (rendezvous timeout 1 min)")
+		}
+	}
+}
+
 // TestScale runs 1,024 simulated ranks in this process: the rendezvous,
 // then a ring (two rounds of 512 pairs) and the aggregation of its pairs;
 // it logs the rendezvous time. BenchmarkAllPairs1024 runs all 1,023 rounds.

@@ -46,7 +46,7 @@ func Join(ctx context.Context, addr string, cfg Config, me Member, test Test) er
 		}
 	}
 	_ = conn.SetWriteDeadline(time.Now().Add(cfg.RendezvousTimeout))
-	if err := write(conn, message{Type: msgHello, Version: ProtocolVersion, Size: cfg.Size, Member: &me}); err != nil {
+	if err := write(conn, message{Type: msgHello, Version: ProtocolVersion, Size: cfg.Size, Member: &me, Job: cfg.Job}); err != nil {
 		return fmt.Errorf("cluster: rank %d: hello to rank 0 at %s: %w", me.Rank, addr, err)
 	}
 	r := newReader(conn)

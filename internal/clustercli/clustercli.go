@@ -213,7 +213,7 @@ func run(ctx context.Context, o options, getenv func(string) (string, bool), std
 		return ExitUsage, err
 	}
 	cfg := cluster.Config{Size: info.Size, Pattern: cluster.Pattern(o.pattern), BasePort: o.basePort,
-		RendezvousTimeout: o.rdvTimeout, PairTimeout: o.pairTimeout}
+		RendezvousTimeout: o.rdvTimeout, PairTimeout: o.pairTimeout, Job: info.JobID}
 	host, _ := os.Hostname()
 	me := cluster.Member{Rank: info.Rank, Host: host, Addr: o.addr, Device: o.testConfig.Device}
 	var verbose io.Writer
