@@ -23,7 +23,7 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, m *msgPlan, peak, ser
 	beforeFirstRx := server
 	if !server && duration {
 		dc = startDuration(ctx, cfg.Duration, cfg.Margin, e.tick)
-		defer func() { <-dc.done }()
+		defer dc.end()
 	}
 	tot := iters * uint64(nq)
 	if duration {
@@ -84,7 +84,7 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, m *msgPlan, peak, ser
 			beforeFirstRx = false
 			if duration {
 				dc = startDuration(ctx, cfg.Duration, cfg.Margin, e.tick)
-				defer func() { <-dc.done }()
+				defer dc.end()
 			}
 		}
 		for k := range ne {

@@ -183,7 +183,7 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 	var dc *durationClock
 	if duration {
 		dc = startDuration(ctx, cfg.Duration, cfg.Margin, e.tick)
-		defer func() { <-dc.done }()
+		defer dc.end()
 		iters = 0
 	}
 	tot := iters * uint64(nq)

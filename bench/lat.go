@@ -63,7 +63,7 @@ func (l *latRun) sampling() bool { return l.duration && l.dc.state.Load() == sta
 
 func (l *latRun) finish() samples {
 	if l.duration {
-		<-l.dc.done
+		l.dc.end()
 		l.sm.tposted[0], l.sm.tcompleted[0] = l.dc.start.Load(), l.dc.stop.Load()
 		l.sm.cpu = l.dc.cpuUtil()
 		l.sm.setWindow(l.dc)

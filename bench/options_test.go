@@ -347,6 +347,24 @@ func TestDurationMargin(t *testing.T) {
 	}
 }
 
+// TestDurationEnd: a loop that fails ends its clock at once, however
+// long the duration: its error is not held back until the duration ends.
+func TestDurationEnd(t *testing.T) {
+	var ticks []interval
+	d := startDuration(context.Background(), 600, 2, func(iv interval) { ticks = append(ticks, iv) })
+	time.Sleep(50 * time.Millisecond)
+	done := make(chan struct{})
+	go func() { d.end(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("end() waits for the 600 s duration")
+	}
+	if d.state.Load() != stateEnd || len(ticks) > 1 {
+		t.Errorf("state %d after end, %d intervals reported", d.state.Load(), len(ticks))
+	}
+}
+
 // TestLimitRows: like perftest, a run meets -w and -y when any row it
 // checks does (the sizes of -a; the summed row of -b), and fails when none
 // does; a side that checks no row (a WRITE or READ server) does not fail.

@@ -142,7 +142,7 @@ func (e *endpoint) runBWServer(ctx context.Context, r *receiver) (samples, error
 				first = false
 				if duration {
 					dc = startDuration(ctx, cfg.Duration, cfg.Margin, e.tick)
-					defer func() { <-dc.done }()
+					defer dc.end()
 				} else {
 					sm.tposted[0] = clock.Now()
 				}

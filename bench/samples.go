@@ -85,6 +85,14 @@ type durationClock struct {
 	cpu0, cpu1   cpuTimes
 	mark0, mark1 cpuMark
 	done         chan struct{}
+	cancel       context.CancelFunc
+}
+
+// end stops the clock, if it still runs (the loop failed), and waits for
+// it: an error is reported at once, not after the rest of the duration.
+func (d *durationClock) end() {
+	d.cancel()
+	<-d.done
 }
 
 // interval is one second (or the last part of one) of a duration run.
@@ -114,7 +122,8 @@ func (d *durationClock) cpuUtil() float32 { return cpuUtil(d.cpu0, d.cpu1) }
 // called from a goroutine of the clock after each second of the run and
 // once at its end, before done is closed.
 func startDuration(ctx context.Context, duration, margin int, tick func(interval)) *durationClock {
-	d := &durationClock{done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(ctx)
+	d := &durationClock{done: make(chan struct{}), cancel: cancel}
 	phases := d.done
 	if tick != nil {
 		phases = make(chan struct{})
