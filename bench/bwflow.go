@@ -106,9 +106,12 @@ func (s *session) runRDMABW(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		// The client measured every size while this side waited: its CPU
-		// counts for the last, the one it reports.
-		s.recordCPU(int(rem.Size), span)
+		// This side's CPU is known over the whole wait only: it is the
+		// size's when there is one size, and no size's in a sweep (-a),
+		// where the client measured every size meanwhile.
+		if !cfg.AllSizes {
+			s.recordCPU(int(rem.Size), span)
+		}
 		s.rec.AddBW(reports.SideRemote, rem)
 		s.writeLastRow()
 		if err := s.closeConn(); err != nil {

@@ -29,6 +29,12 @@ func TestCPUBothSides(t *testing.T) {
 		t.Errorf("server %q and client %q are not each other's mirror", s[0], c[0])
 	}
 
+	// In a sweep the server's CPU covers every size: it is no size's.
+	_, client = runPair(t, "write_bw", "-d", "emu0", "-a", "-n", "200", "--cpu_util")
+	if c := cpuRow.FindStringSubmatch(client.stdout.String()); c == nil || c[1] == "-" || c[2] != "-" || c[4] != "-" {
+		t.Errorf("sweep: the client's 64 KiB row %q gives the server's CPU\n%s", c, client.stdout.String())
+	}
+
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	port := strconv.Itoa(freePort(t))
