@@ -93,7 +93,7 @@ func ExampleComputeLatency() {
 	// "percentile_99": 4.50,
 	// "percentile_99.9": 4.50,
 	// "unit": "usec",
-	// "percentile_50": 1.40,
+	// "percentile_50": 1.35,
 	// "percentile_90": 4.50,
 	// "percentile_95": 4.50,
 	// "percentile_99.99": 4.50

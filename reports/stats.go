@@ -434,16 +434,19 @@ func ComputeLatency(in LatencyInput) (LatencyResult, error) {
 	}, nil
 }
 
-// Percentile returns sample ceil(m*p) of the sorted samples in the report
-// unit, perftest's percentile rule (m = Measured) extended to any p in
-// [0, 1]; the index is clamped to the last sample. It is 0 for a result
-// without samples.
+// Percentile returns the nearest-rank p-quantile, in the report unit, of
+// the samples perftest reports from: the sorted samples up to its t_max,
+// sorted[0] to sorted[m] (m = Measured). That is sample ceil((m+1)*p),
+// counting from 1: the median of those samples at 0.5, t_max at 1, and
+// nearly always perftest's own p99 and p99.9 (which take sample ceil(m*p)
+// counting from 0). It is 0 for a result without samples.
 func (r *LatencyResult) Percentile(p float64) float64 {
 	if len(r.Sorted) == 0 || r.Quotient == 0 {
 		return 0
 	}
-	i := int(math.Ceil(float64(r.Measured) * p))
-	i = min(max(i, 0), len(r.Sorted)-1)
+	last := min(r.Measured, len(r.Sorted)-1)
+	i := int(math.Ceil(float64(last+1)*p)) - 1
+	i = min(max(i, 0), last)
 	return float64(uint64(r.Sorted[i])) / r.Quotient
 }
 

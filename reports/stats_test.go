@@ -328,12 +328,19 @@ func TestComputeLatencyPercentileIndexes(t *testing.T) {
 	if got, want := LatencyReport(&ti, &r), " 64      1000          1.00           998.00       499.00   \t       499.00      \t287.81 \t\t989.00  \t\t998.00 \n"; got != want {
 		t.Errorf("row = %q, want %q", got, want)
 	}
-	// The extension keeps perftest's index rule.
-	if p := r.Percentile(0.5); p != 500 { // d[ceil(498.5)] = d[499]
-		t.Errorf("p50 = %v, want 500", p)
+	// pvperf's percentiles are nearest-rank over d[0] to d[m] (t_min to
+	// t_max): 998 samples.
+	if p := r.Percentile(0.5); p != r.Typical { // d[ceil(499)-1] = d[498], the median
+		t.Errorf("p50 = %v, want the median %v", p, r.Typical)
 	}
-	if p := r.Percentile(1.5); p != 999 { // clamped to the last sample
-		t.Errorf("p150 = %v, want 999", p)
+	if p := r.Percentile(0.9); p != 899 { // d[ceil(898.2)-1] = d[898]
+		t.Errorf("p90 = %v, want 899", p)
+	}
+	if p := r.Percentile(0.99); p != r.P99 { // d[ceil(988.02)-1] = d[988], as perftest's
+		t.Errorf("p99 = %v, want perftest's %v", p, r.P99)
+	}
+	if p := r.Percentile(1.5); p != r.Max { // clamped to t_max
+		t.Errorf("p150 = %v, want t_max %v", p, r.Max)
 	}
 }
 
