@@ -126,7 +126,7 @@ func (p *PMIClient) call(cmd, want string, timeout time.Duration, kv ...string) 
 	if _, err := p.conn.Write([]byte(b.String())); err != nil {
 		return nil, fmt.Errorf("launch: %w: %s: %w", ErrPMI, cmd, err)
 	}
-	line, err := p.r.ReadString('\n')
+	line, err := p.readLine()
 	if err != nil {
 		return nil, fmt.Errorf("launch: %w: %s: no answer: %w", ErrPMI, cmd, err)
 	}
@@ -147,12 +147,35 @@ func (p *PMIClient) call(cmd, want string, timeout time.Duration, kv ...string) 
 	return m, nil
 }
 
+// maxPMILine bounds a PMI-1 answer: the longest a server may send
+// (PMI_MAX_VALLEN 1024 and its key) is far below it.
+const maxPMILine = 64 << 10
+
+// readLine reads one answer, refusing one longer than maxPMILine without
+// reading it all.
+func (p *PMIClient) readLine() (string, error) {
+	var line []byte
+	for {
+		chunk, err := p.r.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > maxPMILine+1 {
+			return "", fmt.Errorf("%w: an answer longer than %d bytes", ErrPMI, maxPMILine)
+		}
+		switch {
+		case err == nil:
+			return string(line), nil
+		case !errors.Is(err, bufio.ErrBufferFull):
+			return "", err
+		}
+	}
+}
+
 // ParsePMI parses one PMI-1 line, "cmd=name key=value ...": its fields
 // (cmd included). A value may be empty; a field without '=' or a line
 // without cmd is an error.
 func ParsePMI(line string) (map[string]string, error) {
 	line = strings.TrimRight(line, "\r\n")
-	if len(line) > 64<<10 {
+	if len(line) > maxPMILine {
 		return nil, fmt.Errorf("%w: a line of %d bytes", ErrPMI, len(line))
 	}
 	m := map[string]string{}

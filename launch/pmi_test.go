@@ -88,6 +88,23 @@ func TestPMIErrors(t *testing.T) {
 	if err := p.Put("a b", "c"); !errors.Is(err, ErrPMI) {
 		t.Errorf("put of a key with a space: %v", err)
 	}
+	// A server that answers without end: refused once past the bound,
+	// not read to the end.
+	c3, s3 := net.Pipe()
+	defer s3.Close()
+	go func() {
+		_, _ = bufio.NewReader(s3).ReadString('\n')
+		chunk := []byte(strings.Repeat("x", 4096))
+		for {
+			if _, err := s3.Write(chunk); err != nil {
+				return
+			}
+		}
+	}()
+	if _, err := NewPMI(c3, 10*time.Second); !errors.Is(err, ErrPMI) || !strings.Contains(err.Error(), "longer than") {
+		t.Errorf("endless answer: %v", err)
+	}
+	c3.Close()
 	// A server that does not answer: the bounded wait ends.
 	c2, s2 := net.Pipe()
 	defer s2.Close()
