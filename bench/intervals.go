@@ -98,11 +98,11 @@ func (s *session) intervalText(size int, iv interval) string {
 	}
 	head := fmt.Sprintf(" %6.2f-%6.2f sec  %-9d", iv.From.Seconds(), iv.To.Seconds(), size)
 	if cfg.Test == perftest.Latency {
-		mean := 0.0
+		avg := fmt.Sprintf("%9s", "-") // no round trip: no average (null in JSON)
 		if iv.Count > 0 {
-			mean = secs * 1e6 / float64(iv.Count) / float64(max(cfg.Verb.RTTFactor(), 1))
+			avg = fmt.Sprintf("%9.2f", secs*1e6/float64(iv.Count)/float64(max(cfg.Verb.RTTFactor(), 1)))
 		}
-		return head + fmt.Sprintf(" %12d iterations  t_avg %9.2f usec  %12.0f tps", iv.Count, mean, float64(iv.Count)/secs) + tail
+		return head + fmt.Sprintf(" %12d iterations  t_avg %s usec  %12.0f tps", iv.Count, avg, float64(iv.Count)/secs) + tail
 	}
 	bytes := float64(iv.Count) * float64(size)
 	bw := fmt.Sprintf("%12.2f MiB/sec", bytes/secs/reports.MiBFactor)

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -117,6 +118,15 @@ func TestFitSweep(t *testing.T) {
 	short := Run{Info: bw.Info, Results: bw.Results[:2]}
 	if f, err := FitSweep(&short); f != nil || err != nil {
 		t.Errorf("two sizes: %v %v", f, err)
+	}
+	// The range is that of the points fitted: sizes without a figure
+	// are not in it.
+	gaps := Run{Info: bw.Info, Results: slices.Clone(bw.Results)}
+	for _, i := range []int{0, len(gaps.Results) - 1} {
+		gaps.Results[i].BW = &BWStats{AverageMiBps: NaN}
+	}
+	if f, err := FitSweep(&gaps); err != nil || f == nil || f.Points != 21 || f.MinSize != 4 || f.MaxSize != 4194304 {
+		t.Errorf("sizes without a figure at both ends: %+v %v", f, err)
 	}
 }
 

@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/pvperf/pvperf/reports/estimate"
 )
@@ -62,8 +63,8 @@ func FitSweep(r *Run) (*Fit, error) {
 		NHalfBytes: Num(h.NHalf),
 		RSquared:   Num(h.R2),
 		Points:     h.Points,
-		MinSize:    rows[0].Size,
-		MaxSize:    rows[len(rows)-1].Size,
+		MinSize:    uint64(slices.Min(sizes)),
+		MaxSize:    uint64(slices.Max(sizes)),
 	}, nil
 }
 
