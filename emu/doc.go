@@ -57,9 +57,9 @@
 // the RETH, AETH, DETH, ImmDt and AtomicETH headers their opcodes need,
 // and an ICRC (package roce). The requester segments messages to the path
 // MTU, asks for an ACK on the last packet of each message and every 64
-// packets, keeps a window of PSNs in flight (128 at first, as rxe; it
-// grows with ACKs up to 4096 and halves on a loss, as TCP's congestion
-// window; a longer RDMA READ asks for its responses 128 packets at a time,
+// packets, keeps a window of PSNs in flight (an RC QP: 128 at first, as
+// rxe; it grows with ACKs up to 4096 and halves on a loss, as TCP's
+// congestion window; a UC QP has none; a longer RDMA READ asks for its responses 128 packets at a time,
 // in several read requests, since a responder sends a read's responses at
 // once and nothing paces them), and goes back to the oldest
 // unacknowledged PSN after a sequence NAK, an RNR NAK's timer or the local

@@ -356,6 +356,13 @@ func (q *qp) retryFrom(psn uint32) {
 	q.goBack(psn)
 }
 
+// windowFull tells that the window allows no more packets in flight. A UC
+// QP has none: nothing acknowledges its packets, and its messages complete
+// once sent.
+func (q *qp) windowFull() bool {
+	return q.typ != verbs.UC && int(psnDiff(q.wq.txPSN, q.wq.una)) >= q.wq.cwnd
+}
+
 // lost shrinks the window after a loss.
 func (wq *wireQP) lost() {
 	wq.cwnd = max(wq.cwnd/2, minWindow)
@@ -388,7 +395,7 @@ func (q *qp) wireTransmit() {
 	sent, idle := false, wq.outN == 0
 	for {
 		if !wq.txCur {
-			if wq.txHead == tail || wq.outN == len(wq.out) || int(psnDiff(wq.txPSN, wq.una)) >= wq.cwnd {
+			if wq.txHead == tail || wq.outN == len(wq.out) || q.windowFull() {
 				break
 			}
 			w := pvrdma.SendWQE(q.dsq.WQE(wq.txHead))
@@ -562,7 +569,7 @@ func (q *qp) sendRecord(o *outWQE, w pvrdma.SendWQE) bool {
 	imm := o.op == pvrdma.OpSendWithImm || o.op == pvrdma.OpRDMAWriteWithImm
 	uc := q.typ == verbs.UC
 	for {
-		if int(psnDiff(wq.txPSN, wq.una)) >= wq.cwnd {
+		if q.windowFull() {
 			return false
 		}
 		n := min(mtu, o.length-wq.txOff)
