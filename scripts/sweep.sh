@@ -80,7 +80,7 @@ for t in $tests report; do
 done
 
 # The matrix, without the combinations perftest rejects.
-runs=() skipped=()
+runs=() skipped=() files=()
 for t in $tests; do
 	for c in $conns; do
 		for q in $qps; do
@@ -131,8 +131,11 @@ for r in "${runs[@]}"; do
 	printf '[%*d/%d] %-36s ' ${#n} "$i" "$n" "$t -c $c -q $q -s $s"
 	t0=$SECONDS
 	if "$bin/$t" "${args[@]}" >"$out/log/$name.txt" 2>&1; then
-		# The last result row: bytes, iterations, then the numbers.
-		row=$(grep -E '^ +[0-9]+ +[0-9]+ ' "$out/log/$name.txt" | tail -1)
+		# The last row of perftest's table (bytes, iterations, then the
+		# numbers), before pvperf's own tables (percentiles, CPU,
+		# repeats), whose rows look alike.
+		row=$(awk '/percentiles|CPU use|runs: median/ { exit } /^ +[0-9]+ +[0-9]+ / { r = $0 } END { print r }' "$out/log/$name.txt")
+		[ -f "$out/json/$name.json" ] && files+=("$out/json/$name.json")
 		if [[ $t == *_bw ]]; then
 			unit="MiB/s"
 			grep -q 'Gb/sec' "$out/log/$name.txt" && unit="Gb/s"
@@ -142,6 +145,7 @@ for r in "${runs[@]}"; do
 		else
 			summary=$(awk '{ printf "t_avg %s us", $3 }' <<<"$row")
 		fi
+		[ -n "$row" ] || summary="no result row"
 		echo "ok    ${summary} ($((SECONDS - t0)) s)"
 	else
 		failed=$((failed + 1))
@@ -154,8 +158,8 @@ for s in "${skipped[@]}"; do
 	echo "skipped $s"
 done
 
-shopt -s nullglob
-files=("$out"/json/*.json)
+# This sweep's files only: an earlier sweep into the same directory may
+# have left others.
 if [ ${#files[@]} -eq 0 ]; then
 	echo "sweep: every run failed" >&2
 	exit 1
