@@ -5,7 +5,8 @@
 set -euo pipefail
 prefix=${1:-/usr/local}
 case "$prefix" in -h|--help) sed -n '2,4p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
-cd "$(dirname "$0")/.."
 mkdir -p "$prefix/bin"
+prefix=$(cd "$prefix" && pwd) # a relative PREFIX is the caller's
+cd "$(dirname "$0")/.."
 CGO_ENABLED=0 go build -trimpath -o "$prefix/bin/pvperf" ./cmd/pvperf
 "$prefix/bin/pvperf" links "$prefix/bin"

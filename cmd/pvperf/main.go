@@ -60,6 +60,11 @@ func run(argv []string, stdout, stderr io.Writer) int {
 			return dispatch(name, argv[2:], stdout, stderr)
 		}
 		fmt.Fprintf(stderr, "pvperf: unknown command %q\n", sub)
+		if prog := filepath.Base(argv[0]); prog != "pvperf" {
+			// A link whose name is no command (ib_write_bw.sh): the
+			// name is the problem, not the argument.
+			fmt.Fprintf(stderr, "pvperf: run as %q, which is no command's name either: link it as one (ib_write_bw, write_bw, ...)\n", prog)
+		}
 		usage(stderr)
 		return 2
 	}
@@ -116,13 +121,28 @@ func links(args []string, stdout, stderr io.Writer) int {
 		names = append(names, "ib_"+t, t)
 	}
 	names = append(names, "devinfo", "report", setupcli.Name)
+	// First every name is checked: a file that is not a link to a pvperf
+	// binary (a perftest built from source, another tool's link) is left
+	// as it is, and nothing is linked, rather than half of the names.
+	var conflicts []string
 	for _, n := range names {
 		p := filepath.Join(dir, n)
-		if fi, err := os.Lstat(p); err == nil {
-			if fi.Mode()&os.ModeSymlink == 0 {
-				fmt.Fprintf(stderr, "pvperf: links: %s exists and is not a link; left as it is\n", p)
-				return 1
-			}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		target, lerr := os.Readlink(p)
+		if fi.Mode()&os.ModeSymlink == 0 || lerr != nil || target != self && filepath.Base(target) != "pvperf" {
+			conflicts = append(conflicts, p)
+		}
+	}
+	if len(conflicts) > 0 {
+		fmt.Fprintf(stderr, "pvperf: links: not a link to pvperf, left as it is: %s\npvperf: links: nothing linked; remove these, or link elsewhere\n", strings.Join(conflicts, ", "))
+		return 1
+	}
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if _, err := os.Lstat(p); err == nil {
 			if err := os.Remove(p); err != nil {
 				fmt.Fprintf(stderr, "pvperf: links: %v\n", err)
 				return 1

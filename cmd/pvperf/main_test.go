@@ -53,6 +53,10 @@ func TestUnknownAndMissingCommand(t *testing.T) {
 	if rc, o, _ := call("pvperf", "--help"); rc != 0 || !strings.Contains(o, "atomic_lat") {
 		t.Errorf("--help: exit %d, stdout %q", rc, o)
 	}
+	// Under a name that is no command, the name is blamed.
+	if rc, _, e := call("/opt/bin/ib_write_bw.sh", "--loopback"); rc != 2 || !strings.Contains(e, `run as "ib_write_bw.sh", which is no command's name`) {
+		t.Errorf("unknown program name: exit %d, stderr %q", rc, e)
+	}
 }
 
 func TestLinks(t *testing.T) {
@@ -79,8 +83,26 @@ func TestLinks(t *testing.T) {
 	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if rc, _, e := call("pvperf", "links", dir); rc == 0 || !strings.Contains(e, "not a link") {
-		t.Errorf("links over a file: exit %d, stderr %q", rc, e)
+	// Another tool's link is a conflict too; with one, nothing is
+	// linked.
+	if err := os.Remove(filepath.Join(dir, "devinfo")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "report")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/bin/true", filepath.Join(dir, "report")); err != nil {
+		t.Fatal(err)
+	}
+	if rc, _, e := call("pvperf", "links", dir); rc == 0 || !strings.Contains(e, "not a link to pvperf") ||
+		!strings.Contains(e, "ib_read_bw") || !strings.Contains(e, "report") {
+		t.Errorf("links over a file and another tool's link: exit %d, stderr %q", rc, e)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "devinfo")); err == nil {
+		t.Error("links with conflicts linked devinfo")
+	}
+	if got, _ := os.Readlink(filepath.Join(dir, "report")); got != "/bin/true" {
+		t.Errorf("another tool's link replaced: report -> %q", got)
 	}
 }
 
