@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -92,9 +93,50 @@ func (s *session) writeFiles() error {
 	return nil
 }
 
-// writeFile creates (or truncates) name and writes it with write, in
-// perftest's words when that fails.
+// writeFile writes name with write, in perftest's words when that fails.
+// A regular file (or a new one) is written beside it and renamed over it,
+// so that a failed write leaves the previous file whole; anything else
+// (a link, a pipe, /dev/stdout) is written in place. perftest's JSON file is
+// created 0600, as perftest does; the others 0644.
 func writeFile(name, format string, write func(io.Writer) error) error {
+	mode := os.FileMode(0o644)
+	if format == "JSON" {
+		mode = 0o600
+	}
+	if fi, err := os.Lstat(name); err == nil && !fi.Mode().IsRegular() {
+		return writeInPlace(name, format, write)
+	}
+	dir, base := filepath.Split(name)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	if err != nil {
+		return fail(err, fmt.Sprintf(" Couldn't open %s output file %s: %v\n", format, name, err))
+	}
+	w := bufio.NewWriter(f)
+	err = write(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), name)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return fail(err, fmt.Sprintf(" Couldn't write %s output file %s: %v\n", format, name, err))
+	}
+	return nil
+}
+
+// writeInPlace opens name for writing, truncating it, and writes it.
+func writeInPlace(name, format string, write func(io.Writer) error) error {
 	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fail(err, fmt.Sprintf(" Couldn't open %s output file %s: %v\n", format, name, err))
