@@ -109,6 +109,22 @@ func TestIntervals(t *testing.T) {
 	}
 }
 
+// TestOutputOneNumber: --output prints one number, without pvperf's
+// additions, for the scripts that read it.
+func TestOutputOneNumber(t *testing.T) {
+	dev := device(t, emu.ProfileUnrestricted, 2)
+	c := testConfig(perftest.Latency, perftest.Send)
+	c.Extras, c.Output = true, perftest.OutputLatency
+	out := runLoop(t, dev, c)
+	if strings.Contains(out, "percentiles") || !regexp.MustCompile(`(?m)^[0-9]+\.[0-9]+$`).MatchString(out) {
+		t.Errorf("--output=latency printed:\n%s", out)
+	}
+	c.Output = perftest.OutputFull
+	if out := runLoop(t, dev, c); !strings.Contains(out, "percentiles") {
+		t.Errorf("without --output no percentiles:\n%s", out)
+	}
+}
+
 // TestRepeatedLoopback: --repeat runs the test that many times and prints
 // the summary; --repeat_ci stops at MinRepeats once the interval is
 // narrow enough.
@@ -121,8 +137,15 @@ func TestRepeatedLoopback(t *testing.T) {
 	if strings.Count(out, "RDMA_Write BW Test") != 1 || !strings.Contains(out, " 3 runs: median, range and 95% confidence interval of the median") {
 		t.Errorf("output:\n%s", out)
 	}
-	if b, err := os.ReadFile(c.JSONFile); err != nil || !strings.Contains(string(b), `"repeats": {`) || !strings.Contains(string(b), `"runs": 3`) {
+	b, err := os.ReadFile(c.JSONFile)
+	if err != nil || !strings.Contains(string(b), `"repeats": {`) || !strings.Contains(string(b), `"runs": 3`) {
 		t.Errorf("JSON file (%v):\n%s", err, b)
+	}
+	// The file's perftest results are those of the run printed, the
+	// first.
+	row := regexp.MustCompile(`(?m)^ 65536 +[0-9]+ +[0-9.]+ +([0-9.]+)`).FindStringSubmatch(out)
+	if row == nil || !strings.Contains(string(b), `"BW_average": `+row[1]+`,`) {
+		t.Errorf("the printed row %q is not the JSON file's:\n%s", row, b)
 	}
 	c.Repeat, c.RepeatCI = 8, 99
 	out = runLoop(t, dev, c)

@@ -19,6 +19,8 @@ type intervalHead struct {
 	// Sampled tells the interval lies in the measured window, not in
 	// the margins (-f).
 	Sampled bool `json:"sampled"`
+	// Run is the run of a repeated test (--repeat), from 1.
+	Run int `json:"run,omitempty"`
 }
 
 // bwInterval is a second of a bandwidth test.
@@ -49,7 +51,11 @@ func (s *session) openIntervals() (func() error, error) {
 		s.ivJSON = json.NewEncoder(s.out)
 		return func() error { return nil }, nil
 	}
-	f, err := os.OpenFile(cfg.IntervalJSON, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if s.runNo > 1 {
+		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND // after the first run's lines
+	}
+	f, err := os.OpenFile(cfg.IntervalJSON, flags, 0o644)
 	if err != nil {
 		return nil, fail(err, fmt.Sprintf(" Couldn't open interval output file %s: %v\n", cfg.IntervalJSON, err))
 	}
@@ -115,7 +121,7 @@ func (s *session) intervalText(size int, iv interval) string {
 func (s *session) intervalJSON(size int, iv interval) any {
 	cfg := &s.cfg
 	secs := (iv.To - iv.From).Seconds()
-	h := intervalHead{Test: cfg.TestName(), Size: size, From: iv.From.Seconds(), To: iv.To.Seconds(), Sampled: iv.Sampled}
+	h := intervalHead{Test: cfg.TestName(), Size: size, From: iv.From.Seconds(), To: iv.To.Seconds(), Sampled: iv.Sampled, Run: s.runNo}
 	n := iv.Count
 	if cfg.Test == perftest.Latency {
 		l := latInterval{intervalHead: h, Iterations: n, MeanUs: reports.NaN, TPS: reports.Num(float64(n) / secs)}

@@ -29,10 +29,11 @@ const (
 // met), each run a whole test with a connection of its own; the first
 // run's text is printed, the others' only counted. It then prints the
 // summary of the runs after the last run's additions and writes the
-// files, with the summary, from the last run.
+// files, with the summary, from the first run, whose text was printed.
+// --interval_json holds every run's seconds, each line with its run.
 func runRepeated(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Writer) (reports.Run, error) {
 	var runs []reports.Run
-	var last *session
+	var first, last *session
 	client := cfg.Loopback || cfg.Server != ""
 	prog := newProgress(errOut, cfg.Repeat)
 	defer prog.done()
@@ -42,7 +43,7 @@ func runRepeated(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 			o = io.Discard
 		}
 		s, err := runOnce(ctx, cfg, dev, o, errOut, func(s *session) {
-			s.repeated, s.redial = true, k > 0
+			s.repeated, s.redial, s.runNo = true, k > 0, k+1
 		})
 		if err != nil {
 			if k > 0 && !client && s != nil && !s.setupDone && errors.Is(err, oob.ErrPeerClosed) {
@@ -56,6 +57,9 @@ func runRepeated(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 			return s.results(), err
 		}
 		last = s
+		if first == nil {
+			first = s
+		}
 		runs = append(runs, s.results())
 		prog.set(k+1, "runs")
 		if client && cfg.RepeatCI > 0 && len(runs) >= MinRepeats {
@@ -76,11 +80,11 @@ func runRepeated(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 	if err != nil {
 		return last.results(), fail(err, " "+err.Error()+"\n")
 	}
-	last.repeats = rep
+	first.repeats = rep
 	if cfg.Extras {
 		_ = reports.WriteRepeats(out, rep, last.info.Kind, cfg.ReportGbits)
 	}
-	return last.results(), last.writeFiles()
+	return first.results(), first.writeFiles()
 }
 
 // endSeries tells a repeating server that no more runs come: a

@@ -62,6 +62,9 @@ type session struct {
 	// come after the last run) and prints no additions; redial retries
 	// the client's connection while the server gets ready again.
 	repeated, redial bool
+	// runNo is the run's number in a repeated test, from 1 (0: not
+	// repeated).
+	runNo int
 	// beforeCheck, if set, runs before the received data is checked (a
 	// test's way to spoil it).
 	beforeCheck func()
@@ -237,6 +240,13 @@ func (s *session) run(ctx context.Context) (err error) {
 			// test that stopped making progress.
 			s.writeWireCounters()
 		}
+		if !s.repeated && len(s.results().Results) > 0 {
+			// The sizes done before an interrupt or a failure are
+			// kept, as perftest keeps the rows it printed (it writes
+			// its file after each); an older file is not left to be
+			// read as this run's.
+			_ = s.writeFiles()
+		}
 		return err
 	}
 	if cfg.CheckData {
@@ -250,7 +260,8 @@ func (s *session) run(ctx context.Context) (err error) {
 	if cfg.CPUUtil && !cfg.CMExchange && !cfg.RdmaCM {
 		s.exchangeCPU()
 	}
-	if cfg.Extras {
+	if cfg.Extras && cfg.Output == perftest.OutputFull {
+		// --output=...: one number alone, for the scripts that read it.
 		s.writeExtras()
 	}
 	if s.repeated {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"os"
@@ -248,6 +249,38 @@ func TestInterruptedLoopback(t *testing.T) {
 				t.Errorf("stderr %q, want \"interrupted by SIGINT\" alone", e)
 			}
 		})
+	}
+}
+
+// TestInterruptedSweepFiles: a sweep interrupted after some sizes writes
+// its files with those sizes, as perftest keeps the rows it printed, in
+// place of an older file.
+func TestInterruptedSweepFiles(t *testing.T) {
+	dir := t.TempDir()
+	js, csv := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.csv")
+	if err := os.WriteFile(js, []byte(`{"stale": true}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := start(t, ctx, "write_lat", "--loopback", "-a", "-n", "20000", "--out_json", "--out_json_file", js, "--out_csv", csv)
+	// The smallest sizes take a few milliseconds each, the largest
+	// (8 MiB, 20,000 times) far longer than the test waits.
+	time.Sleep(2 * time.Second)
+	began := time.Now()
+	signal(t, p, "INT")
+	ends(t, p, began, 5*time.Second)
+	b, err := os.ReadFile(js)
+	var doc struct {
+		Results []struct {
+			MsgSize int `json:"MsgSize"`
+		} `json:"results"`
+	}
+	if err != nil || json.Unmarshal(b, &doc) != nil || len(doc.Results) == 0 || len(doc.Results) == 23 {
+		t.Fatalf("JSON after the interrupt (%v), want some of the 23 sizes:\n%s", err, b)
+	}
+	if c, err := os.ReadFile(csv); err != nil || strings.Count(string(c), "\nwrite_lat,") != len(doc.Results) {
+		t.Errorf("CSV after the interrupt (%v), want %d rows:\n%s", err, len(doc.Results), c)
 	}
 }
 
