@@ -149,23 +149,29 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, m *msgPlan, peak, ser
 	return sm, nil
 }
 
-// warmUp is perftest's perform_warm_up: one burst of tx_depth signalled
-// work requests per QP, all completed, before the measurement.
+// warmUp is perftest's perform_warm_up: per QP, a burst of tx_depth
+// signalled work requests or, with a post list, one list whose last work
+// request is signalled, all completed before the measurement.
 func (e *endpoint) warmUp(ctx context.Context, m *msgPlan) error {
 	cfg := e.cfg
 	s := e.newSender(m)
 	wc := make([]verbs.WC, 16)
+	bursts := cfg.TxDepth
+	if cfg.PostList > 1 {
+		bursts = 1
+	}
 	for i := range cfg.NumQPs {
 		wrs := s.wrs[i]
 		for j := range wrs {
-			wrs[j].Flags |= verbs.SendSignaled
+			wrs[j].Flags &^= verbs.SendSignaled
 		}
-		posted := 0
-		for n := 0; n < cfg.TxDepth; n += cfg.PostList {
+		wrs[len(wrs)-1].Flags |= verbs.SendSignaled
+		posted := 0 // signalled work requests
+		for n := 0; n < bursts; n++ {
 			if _, err := e.qps[i].PostSend(wrs); err != nil {
-				return fmt.Errorf("Couldn't post send during warm up: qp index %d scnt=%d: %w", i, n, err)
+				return fmt.Errorf("Couldn't post send during warm up: qp index %d scnt=%d: %w", i, n*cfg.PostList, err)
 			}
-			posted += len(wrs)
+			posted++
 		}
 		var st stall
 		for done := 0; done < posted; {

@@ -320,5 +320,6 @@ func (s *session) runSendBW(ctx context.Context) error {
 		}
 	}
 	s.resultLine()
-	return s.closeConn()
+	s.closeConnSend(" ")
+	return nil
 }

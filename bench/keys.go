@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"fmt"
+
 	"github.com/pvperf/pvperf/bench/oob"
 	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/reports"
@@ -102,4 +104,14 @@ func (s *session) closeConn() error {
 		return fail(err, oob.PerftestMessage(err), "Failed to close connection between server and client\n")
 	}
 	return nil
+}
+
+// closeConnSend is the close of send_bw and send_lat, which, unlike the
+// other tests, only say so when it fails and end as they would have:
+// the results are printed already. send_bw's message has a leading space,
+// send_lat's not.
+func (s *session) closeConnSend(lead string) {
+	if _, err := s.conn.CloseHandshake(s.kf, s.ep.my[0]); err != nil {
+		fmt.Fprint(s.errOut, oob.PerftestMessage(err)+lead+"Failed to close connection between server and client\n Trying to close this side resources\n")
+	}
 }

@@ -68,7 +68,8 @@ func (s *session) runSendLat(ctx context.Context) error {
 		}
 	}
 	s.resultLine()
-	return s.closeConn()
+	s.closeConnSend("")
+	return nil
 }
 
 // runWriteLat is write_lat: no final handshake, each side just exits.

@@ -271,6 +271,16 @@ func TestWarmUpPosts(t *testing.T) {
 	if w.sends != r.sends+32 {
 		t.Errorf("%d work requests with the warm-up, %d without: want %d more", w.sends, r.sends, 32)
 	}
+	// With a post list, as perftest: one list, whose last work request
+	// is signalled (a burst of tx_depth, all signalled, would overflow
+	// the send CQ when tx_depth is no multiple of the list).
+	cfg.WarmUp, cfg.PostList, cfg.TxDepth, cfg.Iters = false, 3, 8, 24
+	r, _ = runRecorded(t, cfg)
+	cfg.WarmUp = true
+	w, _ = runRecorded(t, cfg)
+	if w.sends != r.sends+3 {
+		t.Errorf("post list 3: %d work requests with the warm-up, %d without: want 3 more", w.sends, r.sends)
+	}
 }
 
 // TestPostingPattern: with a post list of one, runBW's loop for a count
@@ -391,4 +401,22 @@ func TestLimitRows(t *testing.T) {
 	if err := check(1e12, 1e12); err != nil {
 		t.Errorf("no row checked: %v", err)
 	}
+}
+
+// TestFailedSetupCloses: a run refused after the device was opened (an
+// invalid completion vector) closes its context: a hundred of them leave
+// the device usable.
+func TestFailedSetupCloses(t *testing.T) {
+	dev := device(t, emu.ProfileUnrestricted, 2)
+	c := testConfig(perftest.Bandwidth, perftest.Write)
+	bad := c
+	bad.Events, bad.CompVector = true, 99
+	for i := range 100 {
+		var out, errOut bytes.Buffer
+		_, err := Run(context.Background(), normalize(bad), dev, &out, &errOut)
+		if err == nil || !strings.Contains(PerftestMessage(err), "Completion vector specified is invalid") {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	runLoop(t, dev, c)
 }

@@ -16,12 +16,18 @@ import (
 
 // openDevice opens the device and applies perftest's checks that need it
 // (check_link, ctx_set_max_inline, ctx_set_out_reads, set_mtu).
-func (s *session) openDevice() error {
+func (s *session) openDevice() (err error) {
 	cfg := &s.cfg
 	vctx, err := s.dev.Open()
 	if err != nil {
 		return fail(err, " "+err.Error()+"\n", " Couldn't get context for the device\n")
 	}
+	defer func() {
+		if err != nil {
+			// The run ends here, before it takes charge of closing.
+			_ = vctx.Close()
+		}
+	}()
 	e := &endpoint{cfg: cfg, dev: s.dev, ctx: vctx, plan: &s.plan, debugOut: s.out}
 	s.ep = e
 	if e.attr, err = vctx.QueryDevice(); err != nil {

@@ -363,3 +363,26 @@ func TestInterruptedCMSetup(t *testing.T) {
 		t.Errorf("stderr %q, want \"cm_setup: interrupted by SIGINT\" alone", e)
 	}
 }
+
+// TestSendCloseFails: send_bw's client whose close handshake fails (its
+// UD server still waits for the datagrams its small receive queue lost)
+// says so, as perftest's send_bw, and exits 0: the results are printed.
+func TestSendCloseFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	port := strconv.Itoa(freePort(t))
+	srvCtx, stopSrv := context.WithCancel(ctx)
+	defer stopSrv()
+	srv := start(t, srvCtx, "send_bw", "-d", "emu0", "-c", "UD", "-r", "2", "-n", "100000", "-p", port)
+	waitListening(t, ctx, srv, port)
+	cli := start(t, ctx, "send_bw", "-d", "emu0", "-c", "UD", "-r", "2", "-n", "100000", "-p", port, "localhost")
+	code, err := cli.wait()
+	stopSrv()
+	_, _ = srv.wait()
+	if err != nil || code != 0 {
+		t.Fatalf("client: exit %d %v\n%s", code, err, cli.stderr.String())
+	}
+	if e := cli.stderr.String(); !strings.Contains(e, " Failed to close connection between server and client\n Trying to close this side resources\n") {
+		t.Errorf("client's stderr %q, want perftest's two lines", e)
+	}
+}
