@@ -103,14 +103,19 @@ func writeFile(name, format string, write func(io.Writer) error) error {
 	if format == "JSON" {
 		mode = 0o600
 	}
-	if fi, err := os.Lstat(name); err == nil && !fi.Mode().IsRegular() {
-		return writeInPlace(name, format, write)
+	var f *os.File
+	var err error
+	inPlace := false
+	if fi, serr := os.Lstat(name); serr == nil && !fi.Mode().IsRegular() {
+		inPlace = true
+		f, err = os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	} else {
+		dir, base := filepath.Split(name)
+		if dir == "" {
+			dir = "."
+		}
+		f, err = os.CreateTemp(dir, "."+base+".*.tmp")
 	}
-	dir, base := filepath.Split(name)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
 	if err != nil {
 		return fail(err, fmt.Sprintf(" Couldn't open %s output file %s: %v\n", format, name, err))
 	}
@@ -119,37 +124,19 @@ func writeFile(name, format string, write func(io.Writer) error) error {
 	if err == nil {
 		err = w.Flush()
 	}
-	if err == nil {
+	if err == nil && !inPlace {
 		err = f.Chmod(mode)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	if err == nil && !inPlace {
 		err = os.Rename(f.Name(), name)
 	}
 	if err != nil {
-		_ = os.Remove(f.Name())
-		return fail(err, fmt.Sprintf(" Couldn't write %s output file %s: %v\n", format, name, err))
-	}
-	return nil
-}
-
-// writeInPlace opens name for writing, truncating it, and writes it.
-func writeInPlace(name, format string, write func(io.Writer) error) error {
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fail(err, fmt.Sprintf(" Couldn't open %s output file %s: %v\n", format, name, err))
-	}
-	w := bufio.NewWriter(f)
-	err = write(w)
-	if err == nil {
-		err = w.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+		if !inPlace {
+			_ = os.Remove(f.Name())
+		}
 		return fail(err, fmt.Sprintf(" Couldn't write %s output file %s: %v\n", format, name, err))
 	}
 	return nil
