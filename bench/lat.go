@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/pvperf/pvperf/internal/clock"
 	"github.com/pvperf/pvperf/internal/mmio"
@@ -74,6 +75,12 @@ func (l *latRun) finish() samples {
 	return l.sm
 }
 
+// stall is a stall detector for the loop: the peer's --latency_gap (the
+// same as ours) is part of every wait for it.
+func (l *latRun) stall() stall {
+	return stall{grace: time.Duration(l.e.cfg.LatencyGap) * time.Microsecond}
+}
+
 // gap busy-waits the --latency_gap before a post.
 func (l *latRun) gap() {
 	if g := l.e.cfg.LatencyGap; g > 0 {
@@ -136,7 +143,7 @@ func (l *latRun) pollOne(cq verbs.CQ, ch verbs.CompChannel, events bool) (*verbs
 			return nil, false, fmt.Errorf(" Failed to notify events to CQ: %w", err)
 		}
 	}
-	var st stall
+	st := l.stall()
 	for i := 0; ; i++ {
 		n, err := cq.Poll(l.wc[:])
 		if err != nil {
@@ -257,7 +264,7 @@ func (e *endpoint) runLatWrite(ctx context.Context, m *msgPlan, server bool) (sa
 	for scnt < l.iters || l.ccnt < l.iters || rcnt < l.iters || (l.duration && !l.ended()) {
 		if (rcnt < l.iters || l.duration) && !(scnt < 1 && server) {
 			rcnt++
-			var st stall
+			st := l.stall()
 			for i := 0; mmio.LoadByte(pollBuf) != byte(rcnt) && !l.ended(); i++ {
 				if i&0xFFFFF == 0xFFFFF {
 					if err := ctx.Err(); err != nil {

@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -419,4 +421,24 @@ func TestFailedSetupCloses(t *testing.T) {
 		}
 	}
 	runLoop(t, dev, c)
+}
+
+// TestConnectRefused: a client whose server is not there prints
+// perftest's three lines, with the reason under the first.
+func TestConnectRefused(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	c := testConfig(perftest.Bandwidth, perftest.Write)
+	c.Loopback, c.Server, c.Port, c.PeerTimeout = false, "127.0.0.1", port, 5*time.Second
+	var out, errOut bytes.Buffer
+	_, err = Run(context.Background(), normalize(c), device(t, emu.ProfileUnrestricted, 2), &out, &errOut)
+	want := fmt.Sprintf("Couldn't connect to 127.0.0.1:%d\n (connection refused)\n"+
+		"Unable to open file descriptor for socket connection\n Unable to init the socket connection\n", port)
+	if got := PerftestMessage(err); got != want {
+		t.Errorf("message\n%q\nwant\n%q (error %v)", got, want, err)
+	}
 }

@@ -97,10 +97,15 @@ func (s *session) connect(ctx context.Context) error {
 		if msg == "" {
 			msg = " " + err.Error() + "\n"
 		}
-		// perftest's message does not say why; pvperf adds the reason.
 		var ne *oob.NetError
-		if errors.As(err, &ne) && (ne.Kind == oob.ErrConnect || ne.Kind == oob.ErrAccept) && ne.Reason() != "" {
-			msg += " (" + ne.Reason() + ")\n"
+		if errors.As(err, &ne) {
+			// perftest's message does not say why; pvperf adds the
+			// reason under it.
+			if (ne.Kind == oob.ErrConnect || ne.Kind == oob.ErrAccept) && ne.Reason() != "" {
+				msg += " (" + ne.Reason() + ")\n"
+			}
+			// establish_connection's line for any failed socket setup.
+			msg += "Unable to open file descriptor for socket connection\n"
 		}
 		return fail(err, msg, " Unable to init the socket connection\n")
 	}

@@ -29,6 +29,7 @@ var StallTimeout = 15 * time.Second
 type stall struct {
 	n     uint64
 	since int64
+	grace time.Duration // added to StallTimeout: a latency loop's --latency_gap
 }
 
 const (
@@ -49,7 +50,7 @@ func (s *stall) idle(what string) error {
 	case s.n == stallStart:
 		s.since = stallNow()
 	case s.n > stallStart && s.n%stallCheck == 0:
-		if d := time.Duration(stallNow() - s.since); d > StallTimeout {
+		if d := time.Duration(stallNow() - s.since); d > StallTimeout+s.grace {
 			return fmt.Errorf("%w: %s for %v (posted work never completed)", ErrStalled, what, d.Round(10*time.Millisecond))
 		}
 	}

@@ -280,3 +280,25 @@ func TestUnsignaledMarkersIgnored(t *testing.T) {
 		}
 	}
 }
+
+// TestStallLatencyGap: a latency test whose --latency_gap is longer than
+// StallTimeout waits the gap out on both sides; only a wait beyond the
+// gap is a stall.
+func TestStallLatencyGap(t *testing.T) {
+	old := StallTimeout
+	StallTimeout = 100 * time.Millisecond
+	defer func() { StallTimeout = old }()
+	dev := device(t, emu.ProfileUnrestricted, 2)
+	for _, verb := range []perftest.Verb{perftest.Send, perftest.Write, perftest.Read} {
+		t.Run(verb.String(), func(t *testing.T) {
+			cfg := testConfig(perftest.Latency, verb)
+			cfg.Iters, cfg.LatencyGap = 5, 200_000 // 200 ms
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var errOut strings.Builder
+			if _, err := Run(ctx, normalize(cfg), dev, io.Discard, &errOut); err != nil {
+				t.Fatalf("Run: %v; stderr:\n%s", err, errOut.String())
+			}
+		})
+	}
+}

@@ -196,7 +196,7 @@ func TestUnreachableServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ends(t, p, began, oob.MinConnectTimeout)
-	if !strings.Contains(p.stderr.String(), "Couldn't connect to 10.99.0.2:18515\n (i/o timeout)") {
+	if !strings.Contains(p.stderr.String(), "Couldn't connect to 10.99.0.2:18515\n (i/o timeout)\nUnable to open file descriptor for socket connection\n Unable to init the socket connection\n") {
 		t.Errorf("stderr %q, want perftest's \"Couldn't connect to 10.99.0.2:18515\" and the reason", p.stderr.String())
 	}
 }

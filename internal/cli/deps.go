@@ -182,6 +182,20 @@ func (p *parser) forceDependencies() error {
 	if p.duration <= 2*p.margin {
 		return p.depErr("please check that DURATION > 2*MARGIN\n")
 	}
+	// perftest posts nothing (and waits for ever) when a list does not fit
+	// in its queue: refused here.
+	if c.PostList > c.TxDepth {
+		return p.depErr(" Post list size (%d) is larger than the send queue depth (%d): nothing could be posted (raise -t or lower -l)\n", c.PostList, c.TxDepth)
+	}
+	if recv && bw {
+		perQP := c.RxDepth
+		if c.UseSRQ {
+			perQP /= c.NumQPs
+		}
+		if c.RecvPostList > perQP {
+			return p.depErr(" Receive post list size (%d) is larger than the receive queue depth per QP (%d): no receive could be posted (raise -r or lower --recv_post_list)\n", c.RecvPostList, perQP)
+		}
+	}
 	if !c.Events && p.useEqNum {
 		return p.exitErr(" Events must be enabled to select a completion vector\n")
 	}

@@ -149,6 +149,12 @@ func TestErrors(t *testing.T) {
 		{"write_bw", "-D 2 -f 1", " WARNING: BW peak won't be measured in this run.\n" + RL, "please check that DURATION > 2*MARGIN\n"},
 		{"write_lat", "-f 3", RL, "please check that DURATION > 2*MARGIN\n"},
 		{"send_bw", "-X 3 host", "", " Events must be enabled to select a completion vector\n"},
+		{"write_bw", "-l 64 -t 32 -n 1024", RL + "Post List requested - CQ moderation will be the size of the post list\n" + RL,
+			" Post list size (64) is larger than the send queue depth (32): nothing could be posted (raise -t or lower -l)\n"},
+		{"send_bw", "--recv_post_list=64 -r 32 -n 1024 host", RL,
+			" Receive post list size (64) is larger than the receive queue depth per QP (32): no receive could be posted (raise -r or lower --recv_post_list)\n"},
+		{"send_bw", "--recv_post_list=16 -r 32 -q 4 --use-srq -n 1024 host", RL,
+			" Receive post list size (16) is larger than the receive queue depth per QP (8): no receive could be posted (raise -r or lower --recv_post_list)\n"},
 
 		// pvperf's own options.
 		{"write_bw", "--loopback host", "", " --loopback runs the server and the client in this process: give no <host>\n" + PF},
