@@ -118,6 +118,9 @@ func (s *session) connectCM(ctx context.Context) error {
 			return fail(err, " "+err.Error()+"\n", " Unable to perform rdma_server function\n", " Unable to init the socket connection\n")
 		}
 	} else {
+		if s.full() && s.server {
+			s.printWaitingBanner()
+		}
 		c, err = s.dialCM(ctx)
 		if err != nil {
 			return fail(err, " "+err.Error()+"\n", " Unable to perform rdma_client function\n", " Unable to init the socket connection\n")
@@ -155,7 +158,7 @@ func (s *session) acceptCM(ctx context.Context) (*cmConn, error) {
 		return nil, err
 	}
 	s.cm.port = int(b.Src.Port())
-	if s.full() {
+	if s.full() && s.server {
 		s.printWaitingBanner()
 	}
 	if s.ready != nil {

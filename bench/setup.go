@@ -70,7 +70,7 @@ func (s *session) connect(ctx context.Context) error {
 		if err == nil {
 			// The banner comes once the port listens, so a client
 			// started on seeing it finds the server.
-			if s.full() {
+			if s.full() && s.server {
 				s.printWaitingBanner()
 			}
 			if s.ready != nil {
@@ -79,6 +79,9 @@ func (s *session) connect(ctx context.Context) error {
 			s.conn, err = ln.Accept(ctx, occfg)
 		}
 	} else {
+		if s.full() && s.server {
+			s.printWaitingBanner() // --reversed: the test's server connects
+		}
 		s.conn, err = oob.Dial(ctx, cfg.Server, addr, occfg)
 		// A repeated test's server listens again after each run: give
 		// it the peer timeout to do so.
@@ -113,7 +116,8 @@ func (s *session) connect(ctx context.Context) error {
 }
 
 // printWaitingBanner prints perftest's "Waiting for client to connect"
-// box.
+// box. The test's server prints it: the side that listens, unless
+// --reversed makes that side the test's client.
 func (s *session) printWaitingBanner() {
 	ti := reports.TestInfo{Server: true, Output: perftest.OutputFull}
 	_ = reports.WriteWaitingBanner(s.out, &ti)

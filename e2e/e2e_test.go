@@ -312,6 +312,7 @@ func TestTwoProcesses(t *testing.T) {
 		tc{"write_lat_a", "write_lat", []string{"-a", "-n", "100"}},
 		tc{"send_lat_uc", "send_lat", []string{"-c", "UC", "-s", "64"}},
 		tc{"write_bw_output", "write_bw", []string{"--report_gbits", "-s", "4096", "--output=bandwidth"}},
+		tc{"send_bw_reversed", "send_bw", []string{"--reversed", "-n", "100"}},
 	)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
