@@ -359,6 +359,18 @@ func (q *qp) flushSQ() {
 // to an SRQ has nothing of its own to flush: it reports its last WQE.
 func (q *qp) flushRQ() {
 	h := q.c.h
+	if wq := q.wq; wq != nil {
+		// The WQE a message in progress over the network had taken
+		// comes first.
+		wq.rmu.Lock()
+		if wq.inRecv {
+			e := wq.inCQE
+			e.Status, e.Flags, e.ByteLen = uint32(verbs.WCWRFlushErr), 0, 0
+			h.postCQE(&q.rcq.view, &e, false)
+			wq.inRecv, wq.inMsg = false, false
+		}
+		wq.rmu.Unlock()
+	}
 	if q.srq != nil {
 		h.raiseEvent(h.self, q.c.idx, verbs.EventQPLastWQEReached, objQP, q.idx, q.gen.Load())
 		return

@@ -87,7 +87,8 @@ type wireQP struct {
 	inMsg    bool          // a multi-packet SEND or WRITE is in progress
 	inOp     pvrdma.Opcode // its kind: OpSend or OpRDMAWrite
 	inLen    uint64        // bytes received so far
-	inDst    []byte        // WRITE: the rest of the target
+	inRKey   uint32        // WRITE: the target's R_Key and address,
+	inVA     uint64        // looked up again for every packet
 	inWrLen  uint32        // WRITE: its DMA length
 	inRecv   bool          // a receive WQE is taken
 	inSC     scatter
@@ -98,6 +99,7 @@ type wireQP struct {
 	udSrc    netip.Addr // UD: the last sender, its QP and next PSN
 	udSrcQPN uint32
 	udNext   uint32
+	udSeen   uint64  // the PSNs seen of the 64 before udNext
 	wmr      mrCache // last region written or read remotely
 	rb       txBatch // responses not yet sent
 	rwqe     [pvrdma.RecvHdrSize + 64*pvrdma.SGESize]byte
@@ -146,6 +148,7 @@ func (wq *wireQP) resetReq(q *qp) {
 	wq.cwnd, wq.ssthresh, wq.caAcked = initWindow, maxWindow, 0
 	wq.ackPend.Store(0)
 	wq.deadlineNs.Store(0)
+	wq.tb.n, wq.tb.nseg, wq.tb.short = 0, 0, false // packets not sent are dropped
 	if wq.armed {
 		wq.armed = false
 		q.timerSeq++
@@ -155,7 +158,7 @@ func (wq *wireQP) resetReq(q *qp) {
 
 func (wq *wireQP) resetResp() {
 	wq.self = remote{}
-	wq.udSrc, wq.udSrcQPN, wq.udNext = netip.Addr{}, 0, 0
+	wq.udSrc, wq.udSrcQPN, wq.udNext, wq.udSeen = netip.Addr{}, 0, 0, 0
 	wq.msn, wq.nakSent, wq.inMsg, wq.inRecv, wq.atomOK = 0, false, false, false, false
 	wq.wmr = mrCache{}
 }
@@ -402,6 +405,9 @@ func (q *qp) wireTransmit() {
 			op := w.Opcode()
 			if op > pvrdma.OpAtomicFetchAndAdd || !opAllowed(q.typ, op) {
 				if !q.failLocal(verbs.WCLocQPOpErr) {
+					if wq.outN > 0 {
+						break // the WQEs in flight complete first
+					}
 					return
 				}
 				continue
@@ -416,6 +422,9 @@ func (q *qp) wireTransmit() {
 			}
 			if st != verbs.WCSuccess {
 				if !q.failLocal(st) {
+					if wq.outN > 0 {
+						break // the WQEs in flight complete first
+					}
 					return
 				}
 				continue
@@ -460,6 +469,9 @@ func (q *qp) failLocal(st verbs.WCStatus) bool {
 	if wq.outN > 0 {
 		return false // wait: the error completes after the earlier WQEs
 	}
+	// UC messages before it completed as they joined the batch: they
+	// leave before the QP stops.
+	wq.port.flush(&wq.tb)
 	w := pvrdma.SendWQE(q.dsq.WQE(q.sqHead))
 	q.sqHead = q.dsq.Next(q.sqHead)
 	q.dsq.SetConsumer(q.sqHead)

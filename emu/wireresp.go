@@ -46,7 +46,7 @@ func (q *qp) wireInput(src netip.Addr, p *roce.Packet) {
 		return
 	}
 	switch q.state() {
-	case verbs.StateRTR, verbs.StateRTS, verbs.StateSQD:
+	case verbs.StateRTR, verbs.StateRTS, verbs.StateSQD, verbs.StateSQE:
 	default:
 		wq.port.drop(dropState)
 		return
@@ -72,11 +72,10 @@ func (q *qp) request(p *roce.Packet, hd roce.Hdr) {
 		if !rc {
 			// UC: a lost packet spoils the message; wait for the
 			// next first or only packet.
+			q.abandonMsg()
 			if hd&(roce.HdrFirst|roce.HdrOnly) == 0 {
-				wq.inMsg = false
 				return
 			}
-			wq.inMsg = false
 			wq.ePSN = p.PSN
 			break
 		}
@@ -98,7 +97,7 @@ func (q *qp) request(p *roce.Packet, hd roce.Hdr) {
 	}
 	mtu := verbs.MTU(load(&q.sh.mtu)).Bytes()
 	pay := len(p.Payload)
-	if (hd&(roce.HdrFirst|roce.HdrMiddle) != 0 && pay != mtu) || pay > mtu {
+	if (hd&(roce.HdrFirst|roce.HdrMiddle) != 0 && pay != mtu) || pay > mtu || (hd&roce.HdrLast != 0 && pay == 0) {
 		q.nakInvalid(p)
 		return
 	}
@@ -139,9 +138,8 @@ func (q *qp) duplicate(p *roce.Packet) {
 			q.sendAtomicAck(p.PSN, wq.atomOrig)
 		}
 	default:
-		if p.AckReq {
-			q.sendAck(roce.SynACK, psnAdd(wq.ePSN, 0xFFFFFF))
-		}
+		// SEND and WRITE: acknowledged again, asked or not (C9-105).
+		q.sendAck(roce.SynACK, psnAdd(wq.ePSN, 0xFFFFFF))
 	}
 }
 
@@ -196,7 +194,7 @@ func (q *qp) recvSend(p *roce.Packet, hd roce.Hdr) {
 		return
 	}
 	if first {
-		got, okw := q.takeRecvWire()
+		got, okw := q.recvWQE()
 		if !got {
 			q.rnrNak(p)
 			return
@@ -233,6 +231,41 @@ func (q *qp) recvSend(p *roce.Packet, hd roce.Hdr) {
 	q.advance(p, last)
 }
 
+// recvWQE gives the receive WQE for a message that begins: the one a UC
+// message lost on the way had taken, used again (rxe's class D1), or the
+// next posted.
+func (q *qp) recvWQE() (got, okw bool) {
+	wq := q.wq
+	if !wq.inRecv {
+		return q.takeRecvWire()
+	}
+	sc := &wq.inSC
+	*sc = scatter{p: sc.p, pd: sc.pd, rw: sc.rw, nsge: sc.nsge, mr: sc.mr}
+	wq.inCQE = pvrdma.CQE{WRID: sc.rw.WRID(), QP: uint64(q.handle), Opcode: pvrdma.WCOpRecv, SrcQP: q.sh.destQPN, Port: 1}
+	return true, true
+}
+
+// abandonMsg gives up the message in progress. A receive WQE it had taken
+// from an SRQ completes in error (class E); one of the QP's own queue is
+// kept for the next message.
+func (q *qp) abandonMsg() {
+	wq := q.wq
+	wq.inMsg = false
+	if wq.inRecv && wq.self.srq != nil {
+		q.endRecv(verbs.WCRemInvReqErr)
+	}
+}
+
+// endRecv completes the receive WQE taken for the message in progress
+// with status st.
+func (q *qp) endRecv(st verbs.WCStatus) {
+	wq := q.wq
+	e := &wq.inCQE
+	e.Status, e.Flags, e.ByteLen = uint32(st), 0, 0
+	q.c.h.postRecvCQE(&wq.self, e, true)
+	wq.inRecv = false
+}
+
 // recvRoom is the total length of the taken receive WQE's SGEs.
 func (q *qp) recvRoom() uint64 {
 	sc := &q.wq.inSC
@@ -257,25 +290,36 @@ func (q *qp) recvWrite(p *roce.Packet, hd roce.Hdr) {
 			q.nakFatal(p, roce.SynNAKInvReq, verbs.EventQPReqErr)
 			return
 		}
-		wq.inDst = nil
 		if p.DMALen > 0 {
-			dst, okm := wq.wmr.get(q.c.h.self, p.RKey, q.pd.id, p.VA, uint64(p.DMALen), verbs.AccessRemoteWrite)
-			if !okm {
+			if _, okm := wq.wmr.get(q.c.h.self, p.RKey, q.pd.id, p.VA, uint64(p.DMALen), verbs.AccessRemoteWrite); !okm {
 				q.nakFatal(p, roce.SynNAKRemAccess, verbs.EventQPAccessErr)
 				return
 			}
-			wq.inDst = dst
 		}
 		wq.inMsg, wq.inOp, wq.inLen, wq.inWrLen = true, pvrdma.OpRDMAWrite, 0, p.DMALen
+		wq.inRKey, wq.inVA = p.RKey, p.VA
 	}
-	if len(p.Payload) > len(wq.inDst) || (last && len(p.Payload) != len(wq.inDst)) {
+	n := uint64(len(p.Payload))
+	if rest := uint64(wq.inWrLen) - wq.inLen; n > rest || (last && n != rest) {
 		wq.inMsg = false
 		q.nakFatal(p, roce.SynNAKInvReq, verbs.EventQPReqErr)
 		return
 	}
+	// The region is looked up for every packet, as rxe does: one
+	// deregistered in the middle of a message takes no more of it.
+	var dst []byte
+	if n > 0 {
+		var okm bool
+		dst, okm = wq.wmr.get(q.c.h.self, wq.inRKey, q.pd.id, wq.inVA+wq.inLen, n, verbs.AccessRemoteWrite)
+		if !okm {
+			wq.inMsg = false
+			q.nakFatal(p, roce.SynNAKRemAccess, verbs.EventQPAccessErr)
+			return
+		}
+	}
 	if imm && last {
 		// The data lands only with a receive to report it.
-		got, okw := q.takeRecvWire()
+		got, okw := q.recvWQE()
 		if !got {
 			if first {
 				wq.inMsg = false
@@ -288,9 +332,8 @@ func (q *qp) recvWrite(p *roce.Packet, hd roce.Hdr) {
 			return
 		}
 	}
-	n := copy(wq.inDst, p.Payload)
-	wq.inDst = wq.inDst[n:]
-	wq.inLen += uint64(n)
+	copy(dst, p.Payload)
+	wq.inLen += n
 	if last {
 		wq.inMsg = false
 		if imm {
@@ -300,6 +343,7 @@ func (q *qp) recvWrite(p *roce.Packet, hd roce.Hdr) {
 			e.Imm = p.Imm
 			e.Flags |= pvrdma.WCFlagWithImm
 			q.c.h.postRecvCQE(&wq.self, e, p.SE)
+			wq.inRecv = false
 		}
 	}
 	q.advance(p, last)
@@ -405,9 +449,21 @@ func (q *qp) nakFatal(p *roce.Packet, syn uint8, ev verbs.EventType) {
 	wq := q.wq
 	wq.port.drop(dropNAKed)
 	if q.typ != verbs.RC {
-		wq.inMsg = false
+		q.abandonMsg()
 		return
 	}
+	if wq.inRecv {
+		// The receive of the message in progress ends in error.
+		st := verbs.WCRemInvReqErr
+		switch syn {
+		case roce.SynNAKRemAccess:
+			st = verbs.WCRemAccessErr
+		case roce.SynNAKRemOp:
+			st = verbs.WCRemOpErr
+		}
+		q.endRecv(st)
+	}
+	wq.inMsg = false
 	q.sendAck(syn, p.PSN)
 	q.selfError(ev)
 }
@@ -485,13 +541,7 @@ func (q *qp) udInput(src netip.Addr, p *roce.Packet) {
 	}
 	wq.rmu.Lock()
 	defer wq.rmu.Unlock()
-	// Datagrams lost on the way show as gaps in the PSNs of one sender.
-	if src == wq.udSrc && p.SrcQPN == wq.udSrcQPN {
-		if gap := psnDiff(p.PSN, wq.udNext); gap > 0 {
-			wq.port.udLost.Add(uint64(gap))
-		}
-	}
-	wq.udSrc, wq.udSrcQPN, wq.udNext = src, p.SrcQPN, psnAdd(p.PSN, 1)
+	q.udCount(src, p)
 	got, okw := q.takeRecvWire()
 	if !got {
 		wq.port.drop(dropNoRecv)
@@ -508,6 +558,9 @@ func (q *qp) udInput(src netip.Addr, p *roce.Packet) {
 		fail(verbs.WCLocQPOpErr)
 		return
 	}
+	// A receive too small completes with a local length error and the QP
+	// fails. rdma_rxe of Linux 6.1 completes it in error too (with
+	// LOC_QP_OP_ERR); newer kernels drop the datagram instead.
 	need := uint64(len(p.Payload)) + grhSize
 	if q.recvRoom() < need {
 		fail(verbs.WCLocLenErr)
@@ -537,6 +590,38 @@ func (q *qp) udInput(src netip.Addr, p *roce.Packet) {
 		e.NetworkHdrType = pvrdma.NetworkIPv6
 	}
 	q.c.h.postRecvCQE(&wq.self, e, p.SE)
+}
+
+// udCount counts the datagrams lost on the way: gaps in the PSNs of one
+// sender. One that arrives late, after later ones, fills its gap again;
+// one seen before (duplicated on the way) changes nothing. udSeen holds
+// the PSNs seen of the 64 before udNext (bit i: udNext-1-i).
+func (q *qp) udCount(src netip.Addr, p *roce.Packet) {
+	wq := q.wq
+	if src != wq.udSrc || p.SrcQPN != wq.udSrcQPN {
+		wq.udSrc, wq.udSrcQPN, wq.udNext, wq.udSeen = src, p.SrcQPN, psnAdd(p.PSN, 1), 1
+		return
+	}
+	gap := psnDiff(p.PSN, wq.udNext)
+	if gap >= 0 {
+		wq.port.udLost.Add(uint64(gap))
+		if gap+1 >= 64 {
+			wq.udSeen = 1
+		} else {
+			wq.udSeen = wq.udSeen<<(gap+1) | 1
+		}
+		wq.udNext = psnAdd(p.PSN, 1)
+		return
+	}
+	if i := -gap - 1; i < 64 && wq.udSeen&(1<<i) == 0 {
+		wq.udSeen |= 1 << i
+		for {
+			n := wq.port.udLost.Load()
+			if n == 0 || wq.port.udLost.CompareAndSwap(n, n-1) {
+				break
+			}
+		}
+	}
 }
 
 // recvGRH writes the 40 bytes before a UD payload, as rdma_rxe does: for

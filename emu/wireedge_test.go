@@ -1,0 +1,284 @@
+//go:build linux
+
+package emu
+
+import (
+	"bytes"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/pvperf/pvperf/emu/roce"
+	"github.com/pvperf/pvperf/verbs"
+)
+
+// pollFor collects the completions cq gives within d.
+func pollFor(t *testing.T, cq verbs.CQ, d time.Duration) []verbs.WC {
+	t.Helper()
+	var out []verbs.WC
+	wc := make([]verbs.WC, 8)
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
+		n, err := cq.Poll(wc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, wc[:n]...)
+		time.Sleep(time.Millisecond)
+	}
+	return out
+}
+
+// TestWireWriteDeregistered: a region deregistered (and its memory freed)
+// in the middle of a multi-packet WRITE takes none of the packets that
+// follow: the responder looks the R_Key up for every packet, as rxe does,
+// and NAKs the rest with a remote access error.
+func TestWireWriteDeregistered(t *testing.T) {
+	for i, free := range []bool{false, true} {
+		f := newWireFixture(t, byte(140+2*i))
+		qpn := f.a.qp.Num()
+		first := f.packet(&roce.Packet{Opcode: roce.RCWriteFirst, PKey: roce.DefaultPKey, DestQPN: qpn, PSN: benchPSN,
+			VA: f.a.mr.Addr(), RKey: f.a.mr.RKey(), DMALen: 4096}, bytes.Repeat([]byte{0x11}, 1024))
+		middle := f.packet(&roce.Packet{Opcode: roce.RCWriteMiddle, PKey: roce.DefaultPKey, DestQPN: qpn, PSN: benchPSN + 1},
+			bytes.Repeat([]byte{0x22}, 1024))
+		f.port.input(f.addrB, roce.Port, first, 0)
+		mem := f.a.mem.Bytes()
+		if mem[f.mrOff] != 0x11 {
+			t.Fatalf("the first packet did not land")
+		}
+		if err := f.a.mr.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if free {
+			if err := f.a.mem.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		naks := f.drops()["drop_naked"]
+		f.port.input(f.addrB, roce.Port, middle, 0) // would fault on freed memory
+		if got := f.drops()["drop_naked"]; got != naks+1 {
+			t.Errorf("the packet after the deregistration was not NAKed (drops %v)", f.drops())
+		}
+		if !free && mem[f.mrOff+1024] == 0x22 {
+			t.Errorf("the packet after the deregistration wrote into the region")
+		}
+	}
+}
+
+// TestWireLocalErrorBehindSend: a WQE with a local error posted behind
+// one whose packets are in flight waits for it: the first is sent and
+// completes, then the second completes with its error.
+func TestWireLocalErrorBehindSend(t *testing.T) {
+	f := newWireFixture(t, 144)
+	if _, err := f.a.qp.PostRecv([]verbs.RecvWR{{ID: 1, SGL: []verbs.SGE{{Addr: f.a.mr.Addr(), Length: 4096, LKey: f.a.mr.LKey()}}}}); err != nil {
+		t.Fatal(err)
+	}
+	wrs := []verbs.SendWR{
+		{ID: 10, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{{Addr: f.b.mr.Addr(), Length: 64, LKey: f.b.mr.LKey()}}},
+		{ID: 11, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{{Addr: f.b.mr.Addr(), Length: 64, LKey: f.b.mr.LKey() + 0x100}}},
+	}
+	if _, err := f.b.qp.PostSend(wrs); err != nil {
+		t.Fatal(err)
+	}
+	wcs := []verbs.WC{pollWC(t, f.b.scq), pollWC(t, f.b.scq)}
+	if wcs[0].ID != 10 || wcs[0].Status != verbs.WCSuccess || wcs[1].ID != 11 || wcs[1].Status != verbs.WCLocProtErr {
+		t.Errorf("completions %d %v, %d %v; want 10 success, 11 local protection error", wcs[0].ID, wcs[0].Status, wcs[1].ID, wcs[1].Status)
+	}
+	if got := pollWC(t, f.a.rcq); got.ID != 1 || got.Status != verbs.WCSuccess {
+		t.Errorf("receive: %d %v", got.ID, got.Status)
+	}
+}
+
+// ucPair is two UC endpoints connected over RoCE, a receiving at addr.
+func ucPair(t *testing.T, addr netip.Addr) (a, b *endpoint, port *wirePort) {
+	t.Helper()
+	ca, cb := openWireDevice(t, addr, TransportRoCE), openWireDevice(t, addr.Next(), TransportRoCE)
+	a, b = newEndpointOf(t, ca, 1<<16, verbs.UC, 4), newEndpointOf(t, cb, 1<<16, verbs.UC, 4)
+	t.Cleanup(b.close)
+	t.Cleanup(a.close)
+	a.connectUC(t, b.info())
+	b.connectUC(t, a.info())
+	return a, b, ca.(*devContext).wire
+}
+
+// TestWireUCLostPacket: a UC message of which a packet is lost is
+// dropped, and the receive WQE it had taken takes the next message (rxe's
+// class D1); the second receive stays posted until the QP is flushed.
+func TestWireUCLostPacket(t *testing.T) {
+	addrA := netip.AddrFrom4([4]byte{127, 0, 5, 146})
+	a, _, port := ucPair(t, addrA)
+	for id := uint64(1); id <= 2; id++ {
+		if _, err := a.qp.PostRecv([]verbs.RecvWR{{ID: id, SGL: []verbs.SGE{{Addr: a.mr.Addr() + 8192*id, Length: 8192, LKey: a.mr.LKey()}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inj := func(op roce.Opcode, psn uint32, n int) {
+		p := &roce.Packet{Opcode: op, PKey: roce.DefaultPKey, DestQPN: a.qp.Num(), PSN: psn}
+		buf := make([]byte, roce.Len(p.Opcode, n))
+		hl := roce.Encode(buf, p, n)
+		copy(buf[hl:], bytes.Repeat([]byte{0x5A}, n))
+		roce.Seal(roce.Flow{Src: addrA.Next(), Dst: addrA, SrcPort: roce.Port}, buf)
+		port.input(addrA.Next(), roce.Port, buf, 0)
+	}
+	inj(roce.UCSendFirst, benchPSN, 1024)
+	// benchPSN+1, the middle packet, is lost.
+	inj(roce.UCSendLast, benchPSN+2, 100)
+	inj(roce.UCSendOnly, benchPSN+3, 10)
+	wcs := pollFor(t, a.rcq, 200*time.Millisecond)
+	if len(wcs) != 1 || wcs[0].ID != 1 || wcs[0].Status != verbs.WCSuccess || wcs[0].ByteLen != 10 {
+		t.Fatalf("completions %+v, want receive 1 with the 10-byte message", wcs)
+	}
+	if err := a.qp.Modify(&verbs.QPAttr{State: verbs.StateErr}, verbs.AttrState); err != nil {
+		t.Fatal(err)
+	}
+	if wc := pollWC(t, a.rcq); wc.ID != 2 || wc.Status != verbs.WCWRFlushErr {
+		t.Errorf("after ERR: %d %v, want receive 2 flushed", wc.ID, wc.Status)
+	}
+}
+
+// TestWireRCErrorMidMessage: a request out of sequence in the middle of a
+// SEND ends the receive it had taken in error, before the others are
+// flushed; a receive taken by a message in progress is flushed first when
+// the owner moves the QP to ERR.
+func TestWireRCErrorMidMessage(t *testing.T) {
+	for i, byOwner := range []bool{false, true} {
+		f := newWireFixture(t, byte(148+2*i))
+		for id := uint64(1); id <= 2; id++ {
+			if _, err := f.a.qp.PostRecv([]verbs.RecvWR{{ID: id, SGL: []verbs.SGE{{Addr: f.a.mr.Addr(), Length: 4096, LKey: f.a.mr.LKey()}}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		inj := func(op roce.Opcode, psn uint32) {
+			p := &roce.Packet{Opcode: op, PKey: roce.DefaultPKey, DestQPN: f.a.qp.Num(), PSN: psn}
+			f.port.input(f.addrB, roce.Port, f.packet(p, make([]byte, 1024)), 0)
+		}
+		inj(roce.RCSendFirst, benchPSN)
+		want := verbs.WCRemInvReqErr
+		if byOwner {
+			if err := f.a.qp.Modify(&verbs.QPAttr{State: verbs.StateErr}, verbs.AttrState); err != nil {
+				t.Fatal(err)
+			}
+			want = verbs.WCWRFlushErr
+		} else {
+			inj(roce.RCWriteMiddle, benchPSN+1)
+		}
+		w1, w2 := pollWC(t, f.a.rcq), pollWC(t, f.a.rcq)
+		if w1.ID != 1 || w1.Status != want || w2.ID != 2 || w2.Status != verbs.WCWRFlushErr {
+			t.Errorf("owner %v: completions %d %v, %d %v; want 1 %v, 2 WR_FLUSH_ERR", byOwner, w1.ID, w1.Status, w2.ID, w2.Status, want)
+		}
+	}
+}
+
+// TestWireUCErrorStateReceives: a UC QP whose send queue failed (SQE)
+// still receives.
+func TestWireUCErrorStateReceives(t *testing.T) {
+	a, b, _ := ucPair(t, netip.AddrFrom4([4]byte{127, 0, 5, 152}))
+	if _, err := a.qp.PostSend([]verbs.SendWR{{ID: 5, Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
+		SGL: []verbs.SGE{{Addr: a.mr.Addr(), Length: 8, LKey: a.mr.LKey() + 0x100}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if wc := pollWC(t, a.scq); wc.Status != verbs.WCLocProtErr {
+		t.Fatalf("send with a bad key: %v", wc.Status)
+	}
+	if st, err := a.qp.Query(); err != nil || st.State != verbs.StateSQE {
+		t.Fatalf("state %v, %v; want SQE", st.State, err)
+	}
+	if _, err := a.qp.PostRecv([]verbs.RecvWR{{ID: 1, SGL: []verbs.SGE{{Addr: a.mr.Addr(), Length: 64, LKey: a.mr.LKey()}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.qp.PostSend([]verbs.SendWR{{ID: 6, Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
+		SGL: []verbs.SGE{{Addr: b.mr.Addr(), Length: 8, LKey: b.mr.LKey()}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if wc := pollWC(t, a.rcq); wc.ID != 1 || wc.Status != verbs.WCSuccess {
+		t.Errorf("receive in SQE: %d %v", wc.ID, wc.Status)
+	}
+}
+
+// TestWireDuplicateAcked: a duplicate SEND is acknowledged again whether
+// or not it asks for an ACK (C9-105), so a requester whose ACK was lost
+// hears of it from any retransmission.
+func TestWireDuplicateAcked(t *testing.T) {
+	f := newWireFixture(t, 154)
+	if _, err := f.a.qp.PostRecv([]verbs.RecvWR{{ID: 1, SGL: []verbs.SGE{{Addr: f.a.mr.Addr(), Length: 4096, LKey: f.a.mr.LKey()}}}}); err != nil {
+		t.Fatal(err)
+	}
+	bport := f.b.ctx.(*devContext).wire
+	inj := func(ack bool) {
+		p := &roce.Packet{Opcode: roce.RCSendOnly, PKey: roce.DefaultPKey, DestQPN: f.a.qp.Num(), PSN: benchPSN, AckReq: ack}
+		f.port.input(f.addrB, roce.Port, f.packet(p, make([]byte, 8)), 0)
+	}
+	inj(true)
+	waitCount(t, "the first ACK", func() uint64 { return bport.rxPkts.Load() }, 1)
+	inj(false)
+	waitCount(t, "the duplicate's ACK", func() uint64 { return bport.rxPkts.Load() }, 2)
+}
+
+// waitCount waits up to 5 s for get to reach n.
+func waitCount(t *testing.T, what string, get func() uint64, n uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); get() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: count %d, want %d", what, get(), n)
+		}
+	}
+}
+
+// TestWireUDLossCount: gaps in one sender's PSNs count as lost datagrams;
+// a datagram arriving late fills its gap and a duplicate counts nothing.
+func TestWireUDLossCount(t *testing.T) {
+	addrA := netip.AddrFrom4([4]byte{127, 0, 5, 156})
+	ca := openWireDevice(t, addrA, TransportRoCE)
+	a := newEndpointOf(t, ca, 1<<16, verbs.UD, 16)
+	t.Cleanup(a.close)
+	const qkey = 0x11111111
+	for _, m := range []struct {
+		attr verbs.QPAttr
+		mask verbs.QPAttrMask
+	}{
+		{verbs.QPAttr{State: verbs.StateInit, Port: 1, QKey: qkey}, verbs.AttrState | verbs.AttrPKeyIndex | verbs.AttrPort | verbs.AttrQKey},
+		{verbs.QPAttr{State: verbs.StateRTR}, verbs.AttrState},
+		{verbs.QPAttr{State: verbs.StateRTS, SQPSN: 1}, verbs.AttrState | verbs.AttrSQPSN},
+	} {
+		if err := a.qp.Modify(&m.attr, m.mask); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id := uint64(1); id <= 12; id++ {
+		if _, err := a.qp.PostRecv([]verbs.RecvWR{{ID: id, SGL: []verbs.SGE{{Addr: a.mr.Addr() + 4096*id, Length: 256, LKey: a.mr.LKey()}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port := ca.(*devContext).wire
+	src := addrA.Next()
+	for _, c := range []struct {
+		psn  uint32
+		lost uint64
+	}{{10, 0}, {11, 0}, {13, 1}, {12, 0}, {12, 0}, {14, 0}, {17, 2}, {15, 1}, {15, 1}, {18, 1}} {
+		p := &roce.Packet{Opcode: roce.UDSendOnly, PKey: roce.DefaultPKey, DestQPN: a.qp.Num(), PSN: c.psn, QKey: qkey, SrcQPN: 0x77}
+		buf := make([]byte, roce.Len(p.Opcode, 8))
+		roce.Encode(buf, p, 8)
+		roce.Seal(roce.Flow{Src: src, Dst: addrA, SrcPort: roce.Port}, buf)
+		port.input(src, roce.Port, buf, 0)
+		if got := port.udLost.Load(); got != c.lost {
+			t.Errorf("after PSN %d: %d lost, want %d", c.psn, got, c.lost)
+		}
+	}
+}
+
+// TestWireEmptyLastPacket: a LAST packet without payload is an invalid
+// request, as rxe's check_length has it.
+func TestWireEmptyLastPacket(t *testing.T) {
+	f := newWireFixture(t, 158)
+	if _, err := f.a.qp.PostRecv([]verbs.RecvWR{{ID: 1, SGL: []verbs.SGE{{Addr: f.a.mr.Addr(), Length: 4096, LKey: f.a.mr.LKey()}}}}); err != nil {
+		t.Fatal(err)
+	}
+	f.port.input(f.addrB, roce.Port, f.packet(&roce.Packet{Opcode: roce.RCSendFirst, PKey: roce.DefaultPKey, DestQPN: f.a.qp.Num(), PSN: benchPSN}, make([]byte, 1024)), 0)
+	naks := f.drops()["drop_naked"]
+	f.port.input(f.addrB, roce.Port, f.packet(&roce.Packet{Opcode: roce.RCSendLast, PKey: roce.DefaultPKey, DestQPN: f.a.qp.Num(), PSN: benchPSN + 1}, nil), 0)
+	if f.drops()["drop_naked"] != naks+1 {
+		t.Errorf("an empty SEND_LAST was not NAKed (drops %v)", f.drops())
+	}
+	if wc := pollWC(t, f.a.rcq); wc.ID != 1 || wc.Status != verbs.WCRemInvReqErr {
+		t.Errorf("receive: %d %v, want REM_INV_REQ_ERR", wc.ID, wc.Status)
+	}
+}
