@@ -282,3 +282,63 @@ func TestWireEmptyLastPacket(t *testing.T) {
 		t.Errorf("receive: %d %v, want REM_INV_REQ_ERR", wc.ID, wc.Status)
 	}
 }
+
+// reconnectAtomics connects e to p again with atomics allowed and up to
+// rd of them in flight.
+func reconnectAtomics(t *testing.T, e *endpoint, p peerInfo, rd uint8) {
+	t.Helper()
+	acc := verbs.AccessLocalWrite | verbs.AccessRemoteWrite | verbs.AccessRemoteRead | verbs.AccessRemoteAtomic
+	for _, m := range []struct {
+		attr verbs.QPAttr
+		mask verbs.QPAttrMask
+	}{
+		{verbs.QPAttr{State: verbs.StateReset}, verbs.AttrState},
+		{verbs.QPAttr{State: verbs.StateInit, Port: 1, Access: acc}, verbs.AttrState | verbs.AttrPKeyIndex | verbs.AttrPort | verbs.AttrAccessFlags},
+		{verbs.QPAttr{State: verbs.StateRTR, PathMTU: verbs.MTU1024, DestQPN: p.QPN, RQPSN: p.PSN, MaxDestRdAtomic: rd, MinRNRTimer: 12,
+			AH: verbs.AHAttr{IsGlobal: true, Port: 1, GRH: verbs.GRH{DGID: p.GID, HopLimit: 64}}},
+			verbs.AttrState | verbs.AttrAV | verbs.AttrPathMTU | verbs.AttrDestQPN | verbs.AttrRQPSN | verbs.AttrMaxDestRdAtomic | verbs.AttrMinRNRTimer},
+		{verbs.QPAttr{State: verbs.StateRTS, SQPSN: benchPSN, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: rd},
+			verbs.AttrState | verbs.AttrTimeout | verbs.AttrRetryCnt | verbs.AttrRNRRetry | verbs.AttrSQPSN | verbs.AttrMaxQPRdAtomic},
+	} {
+		if err := e.qp.Modify(&m.attr, m.mask); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestWireAtomicLostAck: of two fetch-and-adds in flight, the first's
+// ATOMIC ACK is lost; the responder answers its retransmission from the
+// saved result, without adding again, and both complete.
+func TestWireAtomicLostAck(t *testing.T) {
+	f := newWireFixture(t, 160)
+	reconnectAtomics(t, f.a, f.b.info(), 4)
+	reconnectAtomics(t, f.b, f.a.info(), 4)
+	n := 0
+	lose := func() int {
+		if n++; n == 1 {
+			return 1 // a's first packet: the first ATOMIC ACK
+		}
+		return 0
+	}
+	f.port.faults.Store(&lose)
+	var wrs []verbs.SendWR
+	for i := range 2 {
+		wrs = append(wrs, verbs.SendWR{ID: uint64(i + 1), Opcode: verbs.OpAtomicFetchAdd, Flags: verbs.SendSignaled,
+			SGL:        []verbs.SGE{{Addr: f.b.mr.Addr() + uint64(8*i), Length: 8, LKey: f.b.mr.LKey()}},
+			RemoteAddr: f.a.mr.Addr(), RKey: f.a.mr.RKey(), CompareAdd: 1})
+	}
+	target := f.a.mem.Bytes()[f.mrOff : f.mrOff+8]
+	clear(target)
+	if _, err := f.b.qp.PostSend(wrs); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if wc := pollWC(t, f.b.scq); wc.ID != uint64(i+1) || wc.Status != verbs.WCSuccess {
+			t.Errorf("completion %d: %d %v", i, wc.ID, wc.Status)
+		}
+	}
+	got := f.b.mem.Bytes()
+	if got[0] != 0 || got[8] != 1 || target[0] != 2 {
+		t.Errorf("values read %d and %d, target %d; want 0, 1 and 2", got[0], got[8], target[0])
+	}
+}

@@ -79,23 +79,24 @@ type wireQP struct {
 	tb       txBatch // packets not yet sent
 
 	// Responder, under rmu (the port's receive goroutine).
-	rmu      sync.Mutex
-	self     remote // this QP, as a requester sees it
-	ePSN     uint32
-	msn      uint32
-	nakSent  bool
-	inMsg    bool          // a multi-packet SEND or WRITE is in progress
-	inOp     pvrdma.Opcode // its kind: OpSend or OpRDMAWrite
-	inLen    uint64        // bytes received so far
-	inRKey   uint32        // WRITE: the target's R_Key and address,
-	inVA     uint64        // looked up again for every packet
-	inWrLen  uint32        // WRITE: its DMA length
-	inRecv   bool          // a receive WQE is taken
-	inSC     scatter
-	inCQE    pvrdma.CQE
-	atomPSN  uint32
-	atomOrig uint64
-	atomOK   bool
+	rmu     sync.Mutex
+	self    remote // this QP, as a requester sees it
+	ePSN    uint32
+	msn     uint32
+	nakSent bool
+	inMsg   bool          // a multi-packet SEND or WRITE is in progress
+	inOp    pvrdma.Opcode // its kind: OpSend or OpRDMAWrite
+	inLen   uint64        // bytes received so far
+	inRKey  uint32        // WRITE: the target's R_Key and address,
+	inVA    uint64        // looked up again for every packet
+	inWrLen uint32        // WRITE: its DMA length
+	inRecv  bool          // a receive WQE is taken
+	inSC    scatter
+	inCQE   pvrdma.CQE
+	// The results of the last atomics executed, replayed to their
+	// duplicates (as many as max_dest_rd_atomic may be in flight).
+	atoms    [maxAtomSaved]savedAtomic
+	atomNext int
 	udSrc    netip.Addr // UD: the last sender, its QP and next PSN
 	udSrcQPN uint32
 	udNext   uint32
@@ -159,8 +160,20 @@ func (wq *wireQP) resetReq(q *qp) {
 func (wq *wireQP) resetResp() {
 	wq.self = remote{}
 	wq.udSrc, wq.udSrcQPN, wq.udNext, wq.udSeen = netip.Addr{}, 0, 0, 0
-	wq.msn, wq.nakSent, wq.inMsg, wq.inRecv, wq.atomOK = 0, false, false, false, false
+	wq.msn, wq.nakSent, wq.inMsg, wq.inRecv = 0, false, false, false
+	wq.atoms, wq.atomNext = [maxAtomSaved]savedAtomic{}, 0
 	wq.wmr = mrCache{}
+}
+
+// maxAtomSaved is how many atomic results a responder keeps: the device's
+// max_qp_rd_atom.
+const maxAtomSaved = 16
+
+// savedAtomic is an executed atomic: its PSN and the value it read.
+type savedAtomic struct {
+	ok   bool
+	psn  uint32
+	orig uint64
 }
 
 func (wq *wireQP) rec(i int) *outWQE { return &wq.out[(wq.outHead+i)&(len(wq.out)-1)] }

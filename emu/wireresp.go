@@ -134,8 +134,11 @@ func (q *qp) duplicate(p *roce.Packet) {
 	case roce.RCReadRequest:
 		q.readResponse(p) // executed again: reads have no side effect
 	case roce.RCCompareSwap, roce.RCFetchAdd:
-		if wq.atomOK && wq.atomPSN == p.PSN {
-			q.sendAtomicAck(p.PSN, wq.atomOrig)
+		for i := range wq.atoms {
+			if a := &wq.atoms[i]; a.ok && a.psn == p.PSN {
+				q.sendAtomicAck(p.PSN, a.orig)
+				break
+			}
 		}
 	default:
 		// SEND and WRITE: acknowledged again, asked or not (C9-105).
@@ -423,7 +426,8 @@ func (q *qp) recvAtomic(p *roce.Packet) {
 			}
 		}
 	}
-	wq.atomPSN, wq.atomOrig, wq.atomOK = p.PSN, old, true
+	wq.atoms[wq.atomNext] = savedAtomic{ok: true, psn: p.PSN, orig: old}
+	wq.atomNext = (wq.atomNext + 1) % maxAtomSaved
 	wq.ePSN = psnAdd(p.PSN, 1)
 	wq.msn++
 	q.sendAtomicAck(p.PSN, old)
