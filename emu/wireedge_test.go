@@ -342,3 +342,34 @@ func TestWireAtomicLostAck(t *testing.T) {
 		t.Errorf("values read %d and %d, target %d; want 0, 1 and 2", got[0], got[8], target[0])
 	}
 }
+
+// TestWireRNRMultiPacket: a multi-packet SEND refused for lack of a
+// receive draws an RNR NAK for its first packet and sequence NAKs for the
+// others; only the RNR timer sends it again, so rnr_retry 3 means four
+// tries and three waits of the RNR timer before RNR_RETRY_EXC_ERR.
+func TestWireRNRMultiPacket(t *testing.T) {
+	f := newWireFixture(t, 162)
+	if err := f.b.qp.Modify(&verbs.QPAttr{State: verbs.StateReset}, verbs.AttrState); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.b.connectWith(f.a.info(), 14, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.a.qp.Modify(&verbs.QPAttr{MinRNRTimer: 20}, verbs.AttrMinRNRTimer); err != nil { // 10.24 ms
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := f.b.qp.PostSend([]verbs.SendWR{{ID: 9, Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
+		SGL: []verbs.SGE{{Addr: f.b.mr.Addr(), Length: 4096, LKey: f.b.mr.LKey()}}}}); err != nil {
+		t.Fatal(err)
+	}
+	wc := pollWC(t, f.b.scq)
+	took := time.Since(start)
+	if wc.Status != verbs.WCRNRRetryExcErr {
+		t.Fatalf("status %v", wc.Status)
+	}
+	firsts := f.drops()["drop_no_recv"]
+	if firsts != 4 || took < 3*10240*time.Microsecond {
+		t.Errorf("%d tries in %v; want 4 tries and at least 3 RNR waits of 10.24 ms", firsts, took)
+	}
+}

@@ -816,6 +816,12 @@ func (q *qp) wireResponse(src netip.Addr, p *roce.Packet) {
 			if !q.ackUpTo(psnAdd(p.PSN, 0xFFFFFF)) || wq.outN == 0 {
 				return
 			}
+			if wq.rnrWait {
+				// The packets after one refused for lack of a
+				// receive are out of sequence: the RNR timer
+				// decides when to send them again, as rxe's.
+				return
+			}
 			q.retryFrom(p.PSN)
 		default:
 			if !q.ackUpTo(psnAdd(p.PSN, 0xFFFFFF)) || wq.outN == 0 {
