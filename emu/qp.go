@@ -469,8 +469,15 @@ func (q *qp) Modify(attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
 			q.unstall()
 		}
 	case verbs.StateSQD:
-		if a.SQDrainNotify && cur == verbs.StateRTS {
-			c.h.raiseEvent(c.h.self, c.idx, verbs.EventSQDrained, objQP, q.idx, q.gen.Load())
+		if cur == verbs.StateRTS {
+			notify := a.SQDrainNotify
+			if q.wrc {
+				// Over the network, the messages begun finish first.
+				notify = q.drain(a.SQDrainNotify)
+			}
+			if notify {
+				c.h.raiseEvent(c.h.self, c.idx, verbs.EventSQDrained, objQP, q.idx, q.gen.Load())
+			}
 		}
 	}
 	store(&sh.state, uint32(next))

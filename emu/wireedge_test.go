@@ -4,6 +4,7 @@ package emu
 
 import (
 	"bytes"
+	"context"
 	"net/netip"
 	"testing"
 	"time"
@@ -371,5 +372,64 @@ func TestWireRNRMultiPacket(t *testing.T) {
 	firsts := f.drops()["drop_no_recv"]
 	if firsts != 4 || took < 3*10240*time.Microsecond {
 		t.Errorf("%d tries in %v; want 4 tries and at least 3 RNR waits of 10.24 ms", firsts, took)
+	}
+}
+
+// TestWireSQD: a WRITE whose packet is lost when the QP enters SQD is
+// sent again in SQD and completes; SQ_DRAINED comes after it, and a WRITE
+// posted in SQD waits for RTS.
+func TestWireSQD(t *testing.T) {
+	f := newWireFixture(t, 164)
+	n := 0
+	loseFirst := func() int {
+		if n++; n == 1 {
+			return 1
+		}
+		return 0
+	}
+	f.b.ctx.(*devContext).wire.faults.Store(&loseFirst)
+	write := func(id uint64) {
+		t.Helper()
+		if _, err := f.b.qp.PostSend([]verbs.SendWR{{ID: id, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
+			SGL:        []verbs.SGE{{Addr: f.b.mr.Addr(), Length: 64, LKey: f.b.mr.LKey()}},
+			RemoteAddr: f.a.mr.Addr(), RKey: f.a.mr.RKey()}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(1)
+	if err := f.b.qp.Modify(&verbs.QPAttr{State: verbs.StateSQD, SQDrainNotify: true}, verbs.AttrState|verbs.AttrEnSQDAsyncNotify); err != nil {
+		t.Fatal(err)
+	}
+	write(2)
+	drainedEarly := make(chan bool, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for {
+			ev, err := f.b.ctx.AsyncEvent(ctx)
+			if err != nil {
+				drainedEarly <- true
+				return
+			}
+			if ev.Type == verbs.EventSQDrained {
+				drainedEarly <- false
+				return
+			}
+		}
+	}()
+	if wc := pollWC(t, f.b.scq); wc.ID != 1 || wc.Status != verbs.WCSuccess {
+		t.Fatalf("in SQD: %d %v, want WRITE 1 complete", wc.ID, wc.Status)
+	}
+	if failed := <-drainedEarly; failed {
+		t.Errorf("no SQ_DRAINED event")
+	}
+	if wcs := pollFor(t, f.b.scq, 100*time.Millisecond); len(wcs) != 0 {
+		t.Errorf("in SQD, WRITE 2 completed: %+v", wcs)
+	}
+	if err := f.b.qp.Modify(&verbs.QPAttr{State: verbs.StateRTS}, verbs.AttrState); err != nil {
+		t.Fatal(err)
+	}
+	if wc := pollWC(t, f.b.scq); wc.ID != 2 || wc.Status != verbs.WCSuccess {
+		t.Errorf("after RTS: %d %v, want WRITE 2 complete", wc.ID, wc.Status)
 	}
 }

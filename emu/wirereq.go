@@ -71,12 +71,17 @@ type wireQP struct {
 	deadline time.Time
 	rnrPSN   uint32
 	rnrWait  bool
-	nakPSN   uint32 // last PSN retransmitted for a sequence NAK
-	nakValid bool
-	cwnd     int     // the window: PSNs allowed in flight
-	ssthresh int     // the window's slow-start threshold
-	caAcked  int     // PSNs acknowledged towards the next additive increase
-	tb       txBatch // packets not yet sent
+	// SQD: the send queue up to drainTail (the WQEs begun before the
+	// transition) still goes out; drainNotify asks for SQ_DRAINED once
+	// it has all completed.
+	drainTail   uint32
+	drainNotify bool
+	nakPSN      uint32 // last PSN retransmitted for a sequence NAK
+	nakValid    bool
+	cwnd        int     // the window: PSNs allowed in flight
+	ssthresh    int     // the window's slow-start threshold
+	caAcked     int     // PSNs acknowledged towards the next additive increase
+	tb          txBatch // packets not yet sent
 
 	// Responder, under rmu (the port's receive goroutine).
 	rmu     sync.Mutex
@@ -145,7 +150,7 @@ func (wq *wireQP) resetReq(q *qp) {
 	wq.txHead, wq.txOff, wq.txCur = q.sqHead, 0, false
 	wq.txPSN, wq.una = q.sqPSN, q.sqPSN
 	wq.outHead, wq.outN, wq.reads, wq.noAck = 0, 0, 0, 0
-	wq.rnrWait, wq.nakValid = false, false
+	wq.rnrWait, wq.nakValid, wq.drainNotify = false, false, false
 	wq.cwnd, wq.ssthresh, wq.caAcked = initWindow, maxWindow, 0
 	wq.ackPend.Store(0)
 	wq.deadlineNs.Store(0)
@@ -176,6 +181,34 @@ type savedAtomic struct {
 	orig uint64
 }
 
+// drain starts the send queue drain of SQD: the WQE being sent, if any,
+// is the last to go. It reports whether the queue is drained already, when
+// notify asks for the SQ_DRAINED event; else the event comes once the
+// WQEs in flight have completed (drained).
+func (q *qp) drain(notify bool) bool {
+	wq := q.wq
+	wq.drainTail = wq.txHead
+	if wq.txCur {
+		wq.drainTail = q.dsq.Next(wq.rec(wq.outN - 1).idx)
+	}
+	if wq.outN == 0 {
+		return notify
+	}
+	wq.drainNotify = notify
+	return false
+}
+
+// drained raises SQ_DRAINED, when asked for, once every WQE begun before
+// the SQD transition has completed.
+func (q *qp) drained() {
+	wq := q.wq
+	if wq.drainNotify && wq.outN == 0 && !wq.txCur && q.state() == verbs.StateSQD {
+		wq.drainNotify = false
+		c := q.c
+		c.h.raiseEvent(c.h.self, c.idx, verbs.EventSQDrained, objQP, q.idx, q.gen.Load())
+	}
+}
+
 func (wq *wireQP) rec(i int) *outWQE { return &wq.out[(wq.outHead+i)&(len(wq.out)-1)] }
 
 // wireExecute transmits what the send queue holds, as far as the window
@@ -183,7 +216,7 @@ func (wq *wireQP) rec(i int) *outWQE { return &wq.out[(wq.outHead+i)&(len(wq.out
 func (q *qp) wireExecute() {
 	wq := q.wq
 	switch q.state() {
-	case verbs.StateRTS:
+	case verbs.StateRTS, verbs.StateSQD:
 	case verbs.StateErr, verbs.StateSQE:
 		wq.resetReq(q)
 		q.flushSQ()
@@ -210,7 +243,7 @@ func (q *qp) wireExecute() {
 		}
 		wq.inTx.Store(true)
 		q.takeACK()
-		if q.state() != verbs.StateRTS || wq.rnrWait {
+		if s := q.state(); s != verbs.StateRTS && s != verbs.StateSQD || wq.rnrWait {
 			wq.inTx.Store(false)
 			return
 		}
@@ -407,6 +440,9 @@ func (q *qp) wireTransmit() {
 	tail := q.dsq.Producer()
 	if !q.dsq.Valid(tail) {
 		return
+	}
+	if q.state() == verbs.StateSQD {
+		tail = wq.drainTail // nothing new begins
 	}
 	sent, idle := false, wq.outN == 0
 	for {
@@ -777,9 +813,10 @@ func (q *qp) wireResponse(src netip.Addr, p *roce.Packet) {
 		return
 	}
 	defer func() {
-		if q.state() == verbs.StateRTS && !wq.rnrWait {
+		if s := q.state(); (s == verbs.StateRTS || s == verbs.StateSQD) && !wq.rnrWait {
 			q.wireTransmit()
 		}
+		q.drained()
 	}()
 	// An ACK handed over and not taken comes before this packet; this
 	// packet, if a plain ACK, is among them.
