@@ -124,18 +124,22 @@ func (q *QP) State() verbs.QPState { return verbs.QPState(q.state.Load()) }
 
 // SetState records a state change made by a successful modify. Moving to
 // RESET empties both rings, as the driver must after MODIFY_QP(RESET).
+// The state changes with both rings' locks held, so no post slips into a
+// ring between its reset and the new state.
 func (q *QP) SetState(s verbs.QPState) {
-	if s == verbs.StateReset {
-		q.smu.Lock()
-		q.sq.Reset()
-		q.smu.Unlock()
-		q.rmu.Lock()
-		if !q.srq {
-			q.rq.Reset()
-		}
-		q.rmu.Unlock()
+	if s != verbs.StateReset {
+		q.state.Store(uint32(s))
+		return
 	}
+	q.smu.Lock()
+	q.rmu.Lock()
 	q.state.Store(uint32(s))
+	q.sq.Reset()
+	if !q.srq {
+		q.rq.Reset()
+	}
+	q.rmu.Unlock()
+	q.smu.Unlock()
 }
 
 // Shutdown makes every later post fail with ErrClosed. It waits for posts

@@ -40,13 +40,15 @@ type fdKernel struct {
 	masked bool
 }
 
+// write issues a control command. rdma_rxe's may sleep too (MODIFY_QP to
+// RTR and CREATE_AH resolve the peer's MAC address, for up to a second;
+// REG_MR pins pages), so every command is a system call the Go scheduler
+// sees; only the data path's doorbells are not.
 func (k fdKernel) write(b []byte) (int, error) {
 	if k.masked {
 		return unix.WriteMasked(k.fd, b)
 	}
-	// The other providers' (rdma_rxe's) commands never wait for a
-	// device.
-	return unix.WriteCommand(k.fd, b)
+	return unix.Write(k.fd, b)
 }
 
 func (k fdKernel) doorbell(b []byte) (int, error) { return unix.WriteCommand(k.fd, b) }

@@ -584,15 +584,24 @@ func readEvent(ctx context.Context, f *os.File, b []byte) error {
 			_ = f.SetReadDeadline(time.Time{})
 		}
 	}()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	n, err := f.Read(b)
-	if err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil {
-			return ctx.Err()
+	var n int
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		return err
+		var err error
+		n, err = f.Read(b)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return err
+		}
+		if ctx.Err() == nil {
+			// Another reader of f was cancelled: the deadline that woke
+			// it woke this read too. Read again once it is cleared.
+			time.Sleep(time.Millisecond)
+		}
 	}
 	if n != len(b) {
 		return fmt.Errorf("event of %d bytes, want %d", n, len(b))
