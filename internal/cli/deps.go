@@ -129,6 +129,20 @@ func (p *parser) forceDependencies() error {
 		fmt.Fprint(p.stderr, " CPU Utilization works only with Duration mode.\n")
 	}
 
+	if p.rawEth {
+		// perftest's checks of a Raw Ethernet run, in its order: the
+		// first that can fail without -B (which pvperf does not take)
+		// is the source MAC's.
+		switch {
+		case p.method == runAll:
+			return p.exitErr("Raw Ethernet tests do not support -a / --all flag.\n")
+		case c.RdmaCM || c.CMExchange:
+			return p.exitErr(" RDMA CM isn't supported for Raw Ethernet tests\n")
+		case c.GIDIndex >= 0:
+			return p.exitErr(" GID index isn't supported for Raw Ethernet tests\n")
+		}
+		return p.depErr(" Invalid Command line.\n you must enter source mac by this format -B XX:XX:XX:XX:XX:XX\n")
+	}
 	if c.RdmaCM {
 		c.CMExchange = true
 		if c.Connection == perftest.UC {

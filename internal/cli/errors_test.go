@@ -26,8 +26,6 @@ func TestErrors(t *testing.T) {
 		{"write_bw", "-c DC", "", " -c DC is not supported by pvperf (DC is an mlx5 vendor transport)\n"},
 		{"read_bw", "-c SRD", "", " -c SRD is not supported by pvperf (SRD is an EFA vendor transport)\n"},
 		{"atomic_bw", "-c SRD", "", " SRD connection only possible in SEND/READ/WRITE/WRITE_IMM verbs\n"},
-		{"send_bw", "-c RawEth", "", " This test cannot run Raw Ethernet QPs (you have chosen RawEth as connection type\n" +
-			" For this we have raw_ethernet_bw test in this package.\n"},
 
 		// Values (CHECK_VALUE and friends).
 		{"write_bw", "-p abc", "", " Port argument abc should be int\n" + PF},
@@ -148,6 +146,11 @@ func TestErrors(t *testing.T) {
 		{"write_bw", "--latency_gap=3", RL, " Latency gap feature is only for latency tests\n"},
 		{"write_bw", "-D 2 -f 1", " WARNING: BW peak won't be measured in this run.\n" + RL, "please check that DURATION > 2*MARGIN\n"},
 		{"write_lat", "-f 3", RL, "please check that DURATION > 2*MARGIN\n"},
+		{"send_bw", "-c RawEth", RL, " Invalid Command line.\n you must enter source mac by this format -B XX:XX:XX:XX:XX:XX\n"},
+		{"write_lat", "-c RawEth host", RL, " Invalid Command line.\n you must enter source mac by this format -B XX:XX:XX:XX:XX:XX\n"},
+		{"write_bw", "-c RawEth -a", "", "Raw Ethernet tests do not support -a / --all flag.\n"},
+		{"send_bw", "-c RawEth -z", "", " RDMA CM isn't supported for Raw Ethernet tests\n"},
+		{"read_lat", "-c RawEth -x 0", "", " GID index isn't supported for Raw Ethernet tests\n"},
 		{"send_bw", "-X 3 host", "", " Events must be enabled to select a completion vector\n"},
 		{"write_bw", "-l 64 -t 32 -n 1024", RL + "Post List requested - CQ moderation will be the size of the post list\n" + RL,
 			" Post list size (64) is larger than the send queue depth (32): nothing could be posted (raise -t or lower -l)\n"},

@@ -257,11 +257,6 @@ func (p *parser) parse(args []string) error {
 	if p.cfg.Reversed {
 		p.client = !p.client
 	}
-	if p.rawEth {
-		// perftest's send tests refuse RawEth in main, after the parser.
-		return p.exitErr(" This test cannot run Raw Ethernet QPs (you have chosen RawEth as connection type\n" +
-			" For this we have raw_ethernet_bw test in this package.\n")
-	}
 	return p.forceDependencies()
 }
 
