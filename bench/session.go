@@ -56,6 +56,8 @@ type session struct {
 	// limits, as perftest ORs every row it checks.
 	limitRows            int
 	bwPassed, ratePassed bool
+	// cyclesMHz is -C's cycles per microsecond, once known.
+	cyclesMHz float64
 	// ivJSON writes --interval_json's lines (nil: none).
 	ivJSON *json.Encoder
 	// repeated marks a run of a repeated test: it writes no files (they

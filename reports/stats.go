@@ -22,7 +22,7 @@ import (
 // Clock.MHz is the number of ticks per microsecond (perftest's
 // get_cpu_mhz()). pvperf's engine uses nanoseconds from the monotonic
 // clock: Nanoseconds (MHz = 1000). Cycles mode (-C) reports ticks as they
-// are, so with Nanoseconds "cycles" are nanoseconds.
+// are: the engine gives it samples converted to CPU cycles.
 
 // Clock is the time base of tick values.
 type Clock struct {

@@ -64,6 +64,15 @@ func Calibrate() bool {
 	return cal.Load() != nil
 }
 
+// TicksMHz is the rate of the CPU's cycle counter in ticks per
+// microsecond once Calibrate has chosen it for Now, else 0.
+func TicksMHz() float64 {
+	if c := cal.Load(); c != nil {
+		return c.mhz()
+	}
+	return 0
+}
+
 // source says which clock Now reads and why.
 var source atomic.Pointer[string]
 
