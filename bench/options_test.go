@@ -95,6 +95,11 @@ func TestPollerAdapts(t *testing.T) {
 	if p.dynamic {
 		t.Error("still adapting after 10 equal polls")
 	}
+	// The run's next loop (the next size of -a) starts from the fixed
+	// batch, without adapting: perftest clears dynamic_cqe_poll.
+	if next := newPoller(&cfg); next.dynamic || next.size != 16 {
+		t.Errorf("the next loop: dynamic %v, batch %d; want fixed 16", next.dynamic, next.size)
+	}
 }
 
 // TestRelaxedOrdering: memory regions carry relaxed ordering unless

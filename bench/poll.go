@@ -23,11 +23,15 @@ type poller struct {
 	lastNE  int
 	// until is the completion count up to which the batch adapts.
 	until uint64
+	// enabled is the run's dynamic polling switch: a batch that has
+	// stabilized turns it off, and the next loop of the run (the next
+	// size of -a) polls with the fixed batch, as perftest's.
+	enabled *bool
 }
 
 // newPoller returns the poller of a bandwidth loop of cfg.
 func newPoller(cfg *Config) *poller {
-	p := &poller{size: cfg.pollBatch(), dynamic: cfg.DynamicPolling}
+	p := &poller{size: cfg.pollBatch(), dynamic: cfg.DynamicPolling, enabled: &cfg.DynamicPolling}
 	if p.dynamic {
 		p.size = dynPollMax
 		if cfg.Duration > 0 {
@@ -65,6 +69,7 @@ func (p *poller) adapt(n int) {
 	case n == p.lastNE:
 		if p.stable++; p.stable >= dynPollStabilize {
 			p.dynamic = false
+			*p.enabled = false
 		}
 	default:
 		p.stable = 0
