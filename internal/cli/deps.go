@@ -214,6 +214,17 @@ func (p *parser) forceDependencies() error {
 		return p.exitErr(" Events must be enabled to select a completion vector\n")
 	}
 
+	// perftest's send_bw (and write_bw --write_with_imm) exchange no
+	// results in a bidirectional duration run, and print a remote row
+	// that was never filled in: refused here.
+	if c.ReportBoth && c.Bidirectional && p.durationMode &&
+		(p.verb == perftest.Send || p.verb == perftest.SendImm || p.verb == perftest.WriteImm) {
+		name := p.test.name
+		if p.verb == perftest.WriteImm {
+			name += " --write_with_imm"
+		}
+		return p.exitErr(" --report-both: a bidirectional %s run with -D exchanges no results, so there is no remote result to report\n", name)
+	}
 	// perftest's main only checks for the SEND verb here, not SEND_IMM.
 	if (!p.durationMode && c.Iters < 3000) || (bw && c.Bidirectional && p.verb == perftest.Send) || lat {
 		_ = reports.WriteDynamicPollingDisabled(p.stdout)
