@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -445,5 +446,26 @@ func TestConnectRefused(t *testing.T) {
 		"Unable to open file descriptor for socket connection\n Unable to init the socket connection\n", port)
 	if got := PerftestMessage(err); got != want {
 		t.Errorf("message\n%q\nwant\n%q (error %v)", got, want, err)
+	}
+}
+
+// TestCompVectorLimit: as perftest's, the check of -X against the device
+// lets -X equal to the number of vectors through (an off-by-one of
+// perftest's); creating the CQ then fails.
+func TestCompVectorLimit(t *testing.T) {
+	dev := device(t, emu.ProfileUnrestricted, 2)
+	for _, c := range []struct {
+		vector int
+		want   string
+	}{
+		{1, " Couldn't create IB resources\n"},
+		{2, " Completion vector specified is invalid\n Max completion vector = 0\n"},
+	} {
+		cfg := testConfig(perftest.Bandwidth, perftest.Send)
+		cfg.Events, cfg.CompVector = true, c.vector
+		_, err := Run(context.Background(), normalize(cfg), dev, io.Discard, io.Discard)
+		if msg := PerftestMessage(err); !strings.Contains(msg, c.want) || (c.vector == 1 && !strings.Contains(msg, "Couldn't create CQ")) {
+			t.Errorf("-X %d: %q, want %q", c.vector, msg, c.want)
+		}
 	}
 }

@@ -33,12 +33,12 @@ func (s *session) openDevice() (err error) {
 	if e.attr, err = vctx.QueryDevice(); err != nil {
 		return fail(err, " Couldn't query device\n", " Couldn't get context for the device\n")
 	}
-	if cfg.Events && cfg.CompVector >= e.attr.NumCompVectors {
+	if cfg.Events && cfg.CompVector > e.attr.NumCompVectors {
 		return fail(nil, " Completion vector specified is invalid\n", fmt.Sprintf(" Max completion vector = %d\n", e.attr.NumCompVectors-1),
 			" Couldn't get context for the device\n")
 	}
 	if e.port, err = vctx.QueryPort(cfg.IBPort); err != nil {
-		return fail(err, " Unable to query port attributes\n", " Couldn't set the link layer\n", " Couldn't get context for the device\n")
+		return fail(err, fmt.Sprintf(" Unable to query port %d attributes\n", cfg.IBPort), " Couldn't set the link layer\n", " Couldn't get context for the device\n")
 	}
 	if e.port.State != verbs.PortActive {
 		return fail(nil, fmt.Sprintf(" Port number %d state is %s\n", cfg.IBPort, e.port.State),

@@ -34,7 +34,7 @@ type behaviour struct {
 // loopback run. optionEvidence names the tests that show the others.
 var behaviours = []behaviour{
 	{"ib-dev", "write_bw", "--loopback -n 100", "--loopback -n 100 -d emu1", `Device +: emu1\n`, 0, ""},
-	{"ib-port", "write_bw", "--loopback -n 100", "--loopback -n 100 -i 2", `Unable to query port attributes`, 1, ""},
+	{"ib-port", "write_bw", "--loopback -n 100", "--loopback -n 100 -i 2", `Unable to query port 2 attributes`, 1, ""},
 	{"mtu", "write_bw", "--loopback -n 100", "--loopback -n 100 -m 256", `Mtu +: 256\[B\]`, 0, ""},
 	{"size", "write_bw", "--loopback -n 100", "--loopback -n 100 -s 4096", `(?m)^ 4096 +100 `, 0, ""},
 	{"iters", "write_bw", "--loopback -n 100", "--loopback -n 300", `(?m)^ 65536 +300 `, 0, ""},
@@ -44,7 +44,7 @@ var behaviours = []behaviour{
 	{"connection", "send_bw", "--loopback -n 100", "--loopback -n 100 -c UC", `Connection type : UC`, 0, ""},
 	{"qp", "write_bw", "--loopback -n 100", "--loopback -n 100 -q 2", `Number of qps +: 2[^\n]*\n(.*\n)* local address(.*\n)* local address`, 0, ""},
 	{"events", "send_bw", "--loopback -n 100", "--loopback -n 100 -e", `Test with events\.`, 0, ""},
-	{"vector", "send_bw", "--loopback -n 100 -e", "--loopback -n 100 -e -X 1", ` Completion vector specified is invalid\n Max completion vector = 0\n`, 1, ""},
+	{"vector", "send_bw", "--loopback -n 100 -e", "--loopback -n 100 -e -X 2", ` Completion vector specified is invalid\n Max completion vector = 0\n`, 1, ""},
 	{"inline_size", "send_lat", "--loopback -n 100", "--loopback -n 100 -I 16", `Max inline data : 16\[B\]`, 0, ""},
 	{"outs", "read_bw", "--loopback -n 100", "--loopback -n 100 -o 1", `Outstand reads  : 1\n`, 0, ""},
 	{"tos", "write_bw", "--loopback -n 100 -R", "--loopback -n 100 -R --tos 3", ` Data ex. method : rdma_cm \tTOS    : 3\n`, 0, ""},
