@@ -72,7 +72,7 @@ type note struct{ stdout, stderr string }
 // planDevice makes the adjustments perftest makes once the device is open
 // (check_link, ctx_set_max_inline, ctx_set_out_reads, ctx_chk_pkey_index,
 // set_mtu) and returns the messages they print.
-func planDevice(cfg *Config, attr *verbs.DeviceAttr, port *verbs.PortAttr) (plan, []note) {
+func planDevice(cfg *Config, attr *verbs.DeviceAttr, port *verbs.PortAttr, emulated bool) (plan, []note) {
 	p := plan{gidIndex: cfg.GIDIndex, link: port.LinkLayer}
 	var notes []note
 	// --force-link replaces the port's link layer (set_link_layer).
@@ -83,9 +83,21 @@ func planDevice(cfg *Config, attr *verbs.DeviceAttr, port *verbs.PortAttr) (plan
 		p.gidIndex, p.autoGID = 0, true // get_best_gid_index, once the device is set up
 	}
 	// Inline data: perftest's defaults for latency tests on devices it
-	// knows; pvperf knows a device supports inline from its attributes.
+	// recognizes (ctx_set_max_inline). It recognizes none of the kernel
+	// devices pvperf drives (rdma_rxe and vmw_pvrdma are not in its
+	// list): on them inline data is off, with perftest's message when an
+	// inline size was set (-I, or the 0 of READ and atomic tests). The
+	// emulator is pvperf's own: it tells its inline support in its
+	// attributes.
 	p.inline = cfg.Inline
-	if attr.MaxInlineData == 0 {
+	if !emulated {
+		if cfg.Inline != -1 {
+			var out, errOut strings.Builder
+			_ = reports.WriteInlineNotRecognized(&out, &errOut)
+			notes = append(notes, note{out.String(), errOut.String()})
+		}
+		p.inline = 0
+	} else if attr.MaxInlineData == 0 {
 		if cfg.InlineGiven && cfg.Inline > 0 {
 			var out, errOut strings.Builder
 			_ = reports.WriteInlineNotRecognized(&out, &errOut)

@@ -78,7 +78,7 @@ func TestPlanDevice(t *testing.T) {
 			"| Invalid MTU - 1000 \n Please choose mtu from {256,512,1024,2048,4096}\n Will run with the port active mtu - 5\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, notes := planDevice(&tt.cfg, &tt.attr, &tt.port)
+			got, notes := planDevice(&tt.cfg, &tt.attr, &tt.port, true)
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("plan\n got %+v\nwant %+v", got, tt.want)
 			}
@@ -174,7 +174,7 @@ func TestPlanLeavesConfig(t *testing.T) {
 	before := cfg
 	attr := verbs.DeviceAttr{MaxInlineData: 64, MaxQPRdAtom: 1}
 	port := verbs.PortAttr{ActiveMTU: verbs.MTU1024, LinkLayer: verbs.LinkEthernet}
-	p, _ := planDevice(&cfg, &attr, &port)
+	p, _ := planDevice(&cfg, &attr, &port, true)
 	if _, err := p.planPeer(&cfg, 4096, 64, verbs.MTU256); err != nil {
 		t.Fatal(err)
 	}
@@ -183,5 +183,34 @@ func TestPlanLeavesConfig(t *testing.T) {
 	}
 	if p.size != 256 {
 		t.Errorf("UD size %d, want the MTU, 256", p.size)
+	}
+}
+
+// TestPlanKernelInline: on the kernel devices pvperf drives, which
+// perftest does not recognize, inline data is off, and perftest's message
+// says so when an inline size was set: -I, or the 0 that READ and atomic
+// tests set.
+func TestPlanKernelInline(t *testing.T) {
+	attr := verbs.DeviceAttr{MaxInlineData: 512, MaxQPRdAtom: 16, MaxPKeys: 4}
+	eth := verbs.PortAttr{ActiveMTU: verbs.MTU1024, LinkLayer: verbs.LinkEthernet}
+	msg := reports.ResultLine + "|Device not recognized to implement inline feature. Disabling it\n"
+	for _, c := range []struct {
+		name  string
+		cfg   Config
+		notes string
+	}{
+		{"send_lat", planConfig(perftest.Latency, perftest.Send, nil), ""},
+		{"write_bw -I 64", planConfig(perftest.Bandwidth, perftest.Write, func(c *Config) { c.Inline, c.InlineGiven = 64, true }), msg},
+		{"send_bw -I 0", planConfig(perftest.Bandwidth, perftest.Send, func(c *Config) { c.Inline, c.InlineGiven = 0, true }), msg},
+		{"read_bw", planConfig(perftest.Bandwidth, perftest.Read, func(c *Config) { c.Inline = 0 }), msg},
+	} {
+		p, notes := planDevice(&c.cfg, &attr, &eth, false)
+		var b []string
+		for _, n := range notes {
+			b = append(b, n.stdout+"|"+n.stderr)
+		}
+		if s := strings.Join(b, ""); p.inline != 0 || s != c.notes {
+			t.Errorf("%s: inline %d, notes %q; want 0, %q", c.name, p.inline, s, c.notes)
+		}
 	}
 }

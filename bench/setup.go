@@ -45,7 +45,7 @@ func (s *session) openDevice() (err error) {
 			" Couldn't set the link layer\n", " Couldn't get context for the device\n")
 	}
 	var notes []note
-	s.plan, notes = planDevice(cfg, &e.attr, &e.port)
+	s.plan, notes = planDevice(cfg, &e.attr, &e.port, s.dev.Kind() == verbs.KindEmulated)
 	s.print(notes)
 	return nil
 }
