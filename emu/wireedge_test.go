@@ -433,3 +433,35 @@ func TestWireSQD(t *testing.T) {
 		t.Errorf("after RTS: %d %v, want WRITE 2 complete", wc.ID, wc.Status)
 	}
 }
+
+// TestWireAtomicBufferGone: the buffer for an atomic's value deregistered
+// before its response arrives fails the request with a local protection
+// error, as a READ's does; the value is not silently lost.
+func TestWireAtomicBufferGone(t *testing.T) {
+	f := newWireFixture(t, 166)
+	reconnectAtomics(t, f.a, f.b.info(), 4)
+	reconnectAtomics(t, f.b, f.a.info(), 4)
+	n := 0
+	lose := func() int {
+		if n++; n == 1 {
+			return 1 // the ATOMIC ACK: the request is sent again
+		}
+		return 0
+	}
+	f.port.faults.Store(&lose)
+	mr, err := f.b.pd.RegMR(f.b.mem.Bytes()[:4096], verbs.AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.b.qp.PostSend([]verbs.SendWR{{ID: 1, Opcode: verbs.OpAtomicFetchAdd, Flags: verbs.SendSignaled,
+		SGL:        []verbs.SGE{{Addr: mr.Addr(), Length: 8, LKey: mr.LKey()}},
+		RemoteAddr: f.a.mr.Addr(), RKey: f.a.mr.RKey(), CompareAdd: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if wc := pollWC(t, f.b.scq); wc.Status != verbs.WCLocProtErr {
+		t.Errorf("status %v, want LOC_PROT_ERR", wc.Status)
+	}
+}

@@ -883,9 +883,14 @@ func (q *qp) wireResponse(src netip.Addr, p *roce.Packet) {
 			return
 		}
 		w := pvrdma.SendWQE(q.dsq.WQE(o.idx))
-		if dst, okl := q.local(w.SGE(0), verbs.AccessLocalWrite); okl && len(dst) == 8 {
-			binary.LittleEndian.PutUint64(dst, p.AtomicOrig)
+		dst, okl := q.local(w.SGE(0), verbs.AccessLocalWrite)
+		if !okl || len(dst) != 8 {
+			// The buffer for the value read went away (deregistered)
+			// while the atomic was in flight: as a READ's response.
+			q.wireFail(verbs.WCLocProtErr)
+			return
 		}
+		binary.LittleEndian.PutUint64(dst, p.AtomicOrig)
 		q.completeHead(verbs.WCSuccess, 8)
 		q.retryLeft = int(q.attr.RetryCnt)
 		q.rearm()

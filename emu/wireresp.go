@@ -45,20 +45,31 @@ func (q *qp) wireInput(src netip.Addr, p *roce.Packet) {
 		q.wireResponse(src, p)
 		return
 	}
-	switch q.state() {
-	case verbs.StateRTR, verbs.StateRTS, verbs.StateSQD, verbs.StateSQE:
-	default:
+	if !q.receives() {
 		wq.port.drop(dropState)
 		return
 	}
 	wq.rmu.Lock()
-	if src == wq.peer && q.wrc {
+	// Checked again under rmu: a QP closed or reset meanwhile has passed
+	// its barrier (wq.barrier) and must not be touched.
+	if !q.receives() {
+		wq.port.drop(dropState)
+	} else if src == wq.peer && q.wrc {
 		q.request(p, hd)
 		wq.port.flush(&wq.rb)
 	} else {
 		wq.port.drop(dropSource)
 	}
 	wq.rmu.Unlock()
+}
+
+// receives reports whether q's state lets it take requests.
+func (q *qp) receives() bool {
+	switch q.state() {
+	case verbs.StateRTR, verbs.StateRTS, verbs.StateSQD, verbs.StateSQE:
+		return true
+	}
+	return false
 }
 
 // request handles a request packet on an RC or UC QP.
@@ -533,9 +544,7 @@ func (q *qp) respond(r *roce.Packet, b []byte) {
 // udInput delivers a UD datagram.
 func (q *qp) udInput(src netip.Addr, p *roce.Packet) {
 	wq := q.wq
-	switch q.state() {
-	case verbs.StateRTR, verbs.StateRTS, verbs.StateSQD, verbs.StateSQE:
-	default:
+	if !q.receives() {
 		wq.port.drop(dropState)
 		return
 	}
@@ -545,6 +554,10 @@ func (q *qp) udInput(src netip.Addr, p *roce.Packet) {
 	}
 	wq.rmu.Lock()
 	defer wq.rmu.Unlock()
+	if !q.receives() { // closed or reset meanwhile (see wireInput)
+		wq.port.drop(dropState)
+		return
+	}
 	q.udCount(src, p)
 	got, okw := q.takeRecvWire()
 	if !got {
