@@ -276,13 +276,13 @@ func (cq *pvrdmaCQ) Poll(wc []verbs.WC) (int, error) {
 
 // ReqNotify arms the CQ with a doorbell: no system call.
 func (cq *pvrdmaCQ) ReqNotify(solicitedOnly bool) error {
-	cq.mu.RLock()
-	if cq.closed.Load() {
-		cq.mu.RUnlock()
+	if !cq.enter() {
 		return errPVRDMANotifyClosed
 	}
+	cq.mu.RLock()
 	cq.dp.ReqNotify(solicitedOnly)
 	cq.mu.RUnlock()
+	cq.leave()
 	return nil
 }
 

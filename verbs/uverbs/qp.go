@@ -3,6 +3,7 @@
 package uverbs
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/pvperf/pvperf/internal/unix"
@@ -18,7 +19,24 @@ type cqBase struct {
 	n      int // entries
 	users  int // QPs
 	closed atomic.Bool
+	// ops is held (shared) by the commands that name the CQ's handle
+	// outside c.mu, and (exclusively) by destroy: the kernel may give a
+	// destroyed handle to a new object at once.
+	ops sync.RWMutex
 }
+
+// enter starts a command on the CQ's handle: false if it is closed. leave
+// ends it.
+func (cq *cqBase) enter() bool {
+	cq.ops.RLock()
+	if cq.closed.Load() {
+		cq.ops.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (cq *cqBase) leave() { cq.ops.RUnlock() }
 
 func (cq *cqBase) base() *cqBase { return cq }
 func (cq *cqBase) Entries() int  { return cq.n }
@@ -41,6 +59,8 @@ func (cq *cqBase) destroy(release func() error) error {
 	c := cq.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	cq.ops.Lock()
+	defer cq.ops.Unlock()
 	if cq.closed.Load() {
 		return nil
 	}
@@ -70,7 +90,20 @@ type srqBase struct {
 	maxSGE int
 	users  int // QPs
 	closed atomic.Bool
+	ops    sync.RWMutex // as cqBase.ops
 }
+
+// enter and leave bracket a command on the SRQ's handle, as cqBase's.
+func (s *srqBase) enter() bool {
+	s.ops.RLock()
+	if s.closed.Load() {
+		s.ops.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (s *srqBase) leave() { s.ops.RUnlock() }
 
 func (s *srqBase) sbase() *srqBase { return s }
 func (s *srqBase) Num() uint32     { return s.srqn }
@@ -89,9 +122,10 @@ func srqOf(c *Context, q verbs.SRQ) (*srqBase, error) {
 // Query returns the SRQ's attributes (QUERY_SRQ).
 func (s *srqBase) Query() (verbs.SRQAttr, error) {
 	c := s.pd.c
-	if s.closed.Load() {
+	if !s.enter() {
 		return verbs.SRQAttr{}, c.err("query srq", verbs.ErrClosed)
 	}
+	defer s.leave()
 	var r querySRQResp
 	if err := c.exec(cmdQuerySRQ, &querySRQReq{SRQHandle: s.handle}, nil, &r, nil); err != nil {
 		return verbs.SRQAttr{}, c.err("query srq", err)
@@ -104,6 +138,8 @@ func (s *srqBase) destroy(release func() error) error {
 	c := s.pd.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	s.ops.Lock()
+	defer s.ops.Unlock()
 	if s.closed.Load() {
 		return nil
 	}
@@ -134,6 +170,7 @@ type qpBase struct {
 	sigAll bool
 	state  atomic.Uint32 // verbs.QPState, as last set by Modify
 	closed atomic.Bool
+	ops    sync.RWMutex // as cqBase.ops
 	// onModify lets the provider follow state changes (after the kernel
 	// accepted them); may be nil.
 	onModify func(verbs.QPState)
@@ -206,6 +243,8 @@ func (q *qpBase) Modify(attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
 	if mask&verbs.AttrState != 0 {
 		op = "modify qp to " + attr.State.String()
 	}
+	q.ops.RLock()
+	defer q.ops.RUnlock()
 	if q.closed.Load() {
 		return c.err(op, verbs.ErrClosed)
 	}
@@ -282,6 +321,8 @@ const allQPAttrs = 1<<21 - 1
 // Query returns the QP's current attributes (QUERY_QP).
 func (q *qpBase) Query() (verbs.QPAttr, error) {
 	c := q.pd.c
+	q.ops.RLock()
+	defer q.ops.RUnlock()
 	if q.closed.Load() {
 		return verbs.QPAttr{}, c.err("query qp", verbs.ErrClosed)
 	}
@@ -320,6 +361,8 @@ func (q *qpBase) destroy(release func() error) error {
 	c := q.pd.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	q.ops.Lock()
+	defer q.ops.Unlock()
 	if q.closed.Load() {
 		return nil
 	}

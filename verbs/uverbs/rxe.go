@@ -242,9 +242,10 @@ func decodeUverbsWC(b []byte, wc *verbs.WC) {
 
 // ReqNotify arms the CQ (REQ_NOTIFY_CQ).
 func (cq *rxeCQ) ReqNotify(solicitedOnly bool) error {
-	if cq.closed.Load() {
+	if !cq.enter() {
 		return errRXENotify
 	}
+	defer cq.leave()
 	i := 0
 	if solicitedOnly {
 		i = 1
@@ -602,11 +603,12 @@ func (s *rxeSRQ) PostRecv(wrs []verbs.RecvWR) (int, error) {
 // the kernel hands over a new queue, which replaces the mapped one.
 func (s *rxeSRQ) Modify(attr verbs.SRQAttr, mask verbs.SRQAttrMask) error {
 	c := s.ctx
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed.Load() { // under mu: Close unmaps s.mi holding it
+	if !s.enter() {
 		return c.err("modify srq", verbs.ErrClosed)
 	}
+	defer s.leave()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	clear(s.mi)
 	req := modifySRQ{SRQHandle: s.handle, AttrMask: uint32(mask), MaxWR: uint32(attr.MaxWR), SRQLimit: uint32(attr.Limit)}
 	var drv [8]byte
