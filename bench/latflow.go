@@ -28,17 +28,14 @@ func (s *session) latReport(size int, sm samples, m0 cpuMark) error {
 			sm.hist.Record(t[i] - t[i-1])
 		}
 	}
-	samples := reports.PostedDeltas(sm.tposted)
+	in := reports.LatencyInput{Size: uint64(size), Iters: cfg.Iters,
+		Samples: reports.PostedDeltas(sm.tposted), RTTFactor: rtt, Cycles: cfg.Cycles, CPUUtil: s.cpuOf(sm), Hist: sm.hist}
 	if cfg.Cycles {
-		// -C reports CPU cycles, as perftest's raw get_cycles():
-		// the loops' nanoseconds at the cycle counter's rate.
-		mhz := s.cycleMHz()
-		for i, d := range samples {
-			samples[i] = int64(float64(d) * mhz / 1000)
-		}
+		// -C reports CPU cycles, as perftest's raw get_cycles(): the
+		// loops' nanoseconds at the cycle counter's rate.
+		in.CyclesMHz = s.cycleMHz()
 	}
-	r, err := reports.ComputeLatency(reports.LatencyInput{Size: uint64(size), Iters: cfg.Iters,
-		Samples: samples, RTTFactor: rtt, Cycles: cfg.Cycles, CPUUtil: s.cpuOf(sm), Hist: sm.hist})
+	r, err := reports.ComputeLatency(in)
 	if err != nil {
 		return fail(err, " "+err.Error()+"\n")
 	}

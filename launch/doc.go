@@ -5,7 +5,9 @@
 // values overriding them all. It links no MPI library and starts nothing:
 // the cluster runs of pvperf use what it finds to meet at rank 0.
 //
-// It holds no state: Detect reads the environment through the function it
-// is given, and ExpandHostlist is a pure function. Both are safe for
-// concurrent use.
+// Detect reads the environment through the function it is given, and
+// ExpandHostlist is a pure function: both are safe for concurrent use.
+// A PMIClient (OpenPMI, NewPMI) owns the descriptor the launcher passed; its
+// caller closes it when the job's exchanges are done, and its methods are
+// not safe for concurrent use.
 package launch

@@ -12,7 +12,8 @@
 // divisions and truncations. They take timestamps in ticks of a Clock:
 // perftest counts CPU cycles and divides by the measured MHz; pvperf's
 // engine passes nanoseconds with the Nanoseconds clock (1000 ticks per
-// microsecond), and -C (cycles mode) then reports nanoseconds. A MiB is
+// microsecond), and for -C (cycles mode) the CPU's cycle rate
+// (LatencyInput.CyclesMHz), at which the results are then given. A MiB is
 // 2^20 bytes and a Gb 10^9 bits (MiBFactor, GbitFactor).
 //
 // # Text
@@ -82,7 +83,8 @@
 // safe to call from several goroutines as long as each uses its own writer.
 // The text functions write their whole output with one Write call.
 //
-// The package depends on nothing of pvperf: the engine (bench) and the CLI
-// fill plain structs (TestInfo, BWInput, LatencyInput, Dest, Run) and call
-// it.
+// The package depends on no other part of pvperf than perftest (the
+// shared vocabulary) and its own subpackages hdr and estimate: the engine
+// (bench) and the CLI fill plain structs (TestInfo, BWInput, LatencyInput,
+// Dest, Run) and call it.
 package reports

@@ -250,7 +250,11 @@ func bwRow(side string, res BWResult, gbits bool) Result {
 // convert a cycles-mode (-C) result to microseconds.
 func latencyRow(side string, res *LatencyResult, clock Clock) Result {
 	f := 1.0
-	if res.Unit == "cycles" {
+	switch {
+	case res.Unit != "cycles":
+	case res.UsPerUnit > 0:
+		f = res.UsPerUnit
+	default:
 		f = 1 / clock.mhz()
 	}
 	us := func(v float64) Num { return Num(v * f) }

@@ -21,8 +21,8 @@ import (
 //
 // Clock.MHz is the number of ticks per microsecond (perftest's
 // get_cpu_mhz()). pvperf's engine uses nanoseconds from the monotonic
-// clock: Nanoseconds (MHz = 1000). Cycles mode (-C) reports ticks as they
-// are: the engine gives it samples converted to CPU cycles.
+// clock: Nanoseconds (MHz = 1000). Cycles mode (-C) reports CPU cycles at
+// the rate LatencyInput.CyclesMHz gives (ticks as they are without one).
 
 // Clock is the time base of tick values.
 type Clock struct {
@@ -289,8 +289,11 @@ type LatencyInput struct {
 	// RTTFactor divides every sample: Verb.RTTFactor() (2 for SEND and
 	// WRITE, 1 for READ and ATOMIC). 0 means 1.
 	RTTFactor int
-	// Cycles is -C: report ticks (MHz taken as 1) instead of microseconds.
-	Cycles bool
+	// Cycles is -C: report CPU cycles instead of microseconds, at
+	// CyclesMHz cycles per microsecond; with CyclesMHz 0, the ticks as
+	// they are (the clock's MHz taken as 1).
+	Cycles    bool
+	CyclesMHz float64
 	// CPUUtil is copied to the result (see CPUUtilization).
 	CPUUtil float32
 	// Hist, if set, is the loop's histogram of the same samples, in
@@ -325,8 +328,11 @@ type LatencyResult struct {
 	// but the 2 largest).
 	Measured int
 	// Quotient is the divisor from ticks to the unit (MHz*RTTFactor, or
-	// RTTFactor with -C).
+	// with -C RTTFactor times the ticks per cycle).
 	Quotient float64
+	// UsPerUnit converts the unit to microseconds: 1, or with -C the
+	// microseconds of a cycle.
+	UsPerUnit float64
 	// Unsorted are the samples in measurement order, and Sorted the
 	// samples sorted ascending (all of them, including the 2 dropped), in
 	// ticks. Unsorted is what -U prints; Sorted[:Measured] what -H prints.
@@ -368,10 +374,15 @@ func ComputeLatency(in LatencyInput) (LatencyResult, error) {
 	}
 	rtt := float64(max(in.RTTFactor, 1))
 	unitsPerTick := in.Clock.mhz()
-	unit := "usec"
+	unit, usPerUnit := "usec", 1.0
 	if in.Cycles {
-		unitsPerTick = 1
 		unit = "cycles"
+		if in.CyclesMHz > 0 {
+			unitsPerTick /= in.CyclesMHz
+			usPerUnit = 1 / in.CyclesMHz
+		} else {
+			unitsPerTick, usPerUnit = 1, 1/in.Clock.mhz()
+		}
 	}
 	q := float64(unitsPerTick * rtt)
 
@@ -415,22 +426,23 @@ func ComputeLatency(in LatencyInput) (LatencyResult, error) {
 	i99 := int(math.Ceil(float64(m) * 0.99))
 	i999 := int(math.Ceil(float64(m) * 0.999))
 	return LatencyResult{
-		Size:     in.Size,
-		Iters:    in.Iters,
-		Min:      val(0),
-		Max:      val(m),
-		Typical:  float64(median) / q,
-		Avg:      avg,
-		Stdev:    stdev,
-		P99:      val(i99),
-		P999:     val(i999),
-		Unit:     unit,
-		Measured: m,
-		Quotient: q,
-		Unsorted: slices.Clone(in.Samples),
-		Sorted:   sorted,
-		CPUUtil:  in.CPUUtil,
-		Hist:     in.Hist,
+		Size:      in.Size,
+		Iters:     in.Iters,
+		Min:       val(0),
+		Max:       val(m),
+		Typical:   float64(median) / q,
+		Avg:       avg,
+		Stdev:     stdev,
+		P99:       val(i99),
+		P999:      val(i999),
+		Unit:      unit,
+		Measured:  m,
+		Quotient:  q,
+		UsPerUnit: usPerUnit,
+		Unsorted:  slices.Clone(in.Samples),
+		Sorted:    sorted,
+		CPUUtil:   in.CPUUtil,
+		Hist:      in.Hist,
 	}, nil
 }
 

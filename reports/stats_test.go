@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pvperf/pvperf/perftest"
+	"github.com/pvperf/pvperf/reports/hdr"
 )
 
 // The expected values below are computed by hand following perftest's code
@@ -464,5 +465,30 @@ func TestComputeBWLargeRunIsConsistent(t *testing.T) {
 	}
 	if want := float64(4096*uint64(1e9)) / float64(best*MiBFactor); r.Peak != want {
 		t.Errorf("peak %v, want %v", r.Peak, want)
+	}
+}
+
+// TestComputeLatencyCyclesMHz: with -C at a known cycle rate, nanosecond
+// samples are reported in cycles, and the model's microseconds and
+// distribution stay microseconds.
+func TestComputeLatencyCyclesMHz(t *testing.T) {
+	samples := []int64{1000, 1000, 1000, 1000, 1000, 9000, 9000} // ns: half round trips of 500 ns
+	h := hdr.New()
+	for _, s := range samples {
+		h.Record(s)
+	}
+	r, err := ComputeLatency(LatencyInput{Size: 2, Iters: 8, Samples: samples, RTTFactor: 2, Cycles: true, CyclesMHz: 2000, Hist: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Unit != "cycles" || r.Typical != 1000 || r.Min != 1000 {
+		t.Errorf("unit %s, typical %v, min %v; want cycles, 1000, 1000 (500 ns at 2000 MHz)", r.Unit, r.Typical, r.Min)
+	}
+	row := latencyRow(SideLocal, &r, Nanoseconds)
+	if got := float64(row.Latency.TypicalUs); math.Abs(got-0.5) > 1e-9 {
+		t.Errorf("typical_us %v, want 0.5", got)
+	}
+	if d := row.Distribution; d == nil || math.Abs(float64(d.P50Us)-0.5) > 0.01 {
+		t.Errorf("distribution %+v, want p50 0.5 us", d)
 	}
 }

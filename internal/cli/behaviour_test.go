@@ -282,8 +282,8 @@ func TestOptionAddresses(t *testing.T) {
 
 // TestOptionReportCycles: -C reports CPU cycles, not microseconds. With a
 // --latency_gap of 1 ms before each post on both sides, send_lat's half
-// round trip is a millisecond and a little more: that many cycles at the
-// CPU's rate (the cycle counter's, or /proc/cpuinfo's cpu MHz).
+// round trip is a millisecond and more: that many cycles at the CPU's rate
+// (the cycle counter's, or /proc/cpuinfo's cpu MHz).
 func TestOptionReportCycles(t *testing.T) {
 	t.Setenv(emu.EnvVar, "")
 	tmin := func(args string) float64 {
@@ -320,8 +320,10 @@ func TestOptionReportCycles(t *testing.T) {
 		t.Skip("no cycle rate known here")
 	}
 	cycles := tmin("--loopback -n 20 --latency_gap 1000 -C")
-	if us := cycles / mhz; us < 1000 || us > 1100 {
-		t.Errorf("t_min %v cycles at %.0f MHz is %.1f us, want 1000 to 1100 (the 1 ms gap and half a round trip)", cycles, mhz, us)
+	// The gap bounds it from below; above, a loaded machine may add a
+	// lot, but not tens of milliseconds.
+	if us := cycles / mhz; us < 1000 || us > 50000 {
+		t.Errorf("t_min %v cycles at %.0f MHz is %.1f us, want 1000 (the 1 ms gap) and a little more", cycles, mhz, us)
 	}
 }
 

@@ -18,11 +18,11 @@
 //   - choosing the device (package devices) and calling bench.Run;
 //   - the devinfo command's listing of devices.
 //
-// Options pvperf recognises but does not implement (rdma_cm, multicast,
-// dual port, raw Ethernet, accelerator memory, XRC/DC/SRD, the rate
-// limiter, vendor features, ...) stop the run with " <flag> is not
-// supported by pvperf (<reason>)". The settings bench.Config has no field
-// for yet are kept in Options. What needs the device or the peer (MTU,
+// Options pvperf recognises but does not implement (multicast, dual port,
+// raw Ethernet, accelerator memory, XRC/DC/SRD, the rate limiter, vendor
+// features, ...) stop the run with " <flag> is not supported by pvperf
+// (<reason>)"; docs/options.md lists every option's state. What needs the
+// device or the peer (MTU,
 // inline size, outstanding reads, UD sizes, GIDs) is left to the engine;
 // forceDependencies lists it.
 //

@@ -34,6 +34,10 @@ const (
 	cmdModifySRQ         = 33
 	cmdQuerySRQ          = 34
 	cmdDestroySRQ        = 35
+
+	// cmdMask selects the command number of a header's command word
+	// (IB_USER_VERBS_CMD_COMMAND_MASK); the bits above are flags.
+	cmdMask = 0xff
 )
 
 // cmdHdrSize is the size of ib_uverbs_cmd_hdr: command u32, in_words u16,

@@ -40,15 +40,21 @@ type fdKernel struct {
 	masked bool
 }
 
-// write issues a control command. rdma_rxe's may sleep too (MODIFY_QP to
-// RTR and CREATE_AH resolve the peer's MAC address, for up to a second;
-// REG_MR pins pages), so every command is a system call the Go scheduler
-// sees; only the data path's doorbells are not.
+// write issues a control command. Of rdma_rxe's, those that may sleep
+// (MODIFY_QP and CREATE_AH resolve the peer's MAC address, for up to a
+// second; REG_MR pins pages) are system calls the Go scheduler sees; the
+// others do bounded work and are raw writes, which keep the goroutine's
+// processor (see unix.WriteCommand: a connection setup made of scheduler
+// hand-overs costs more than its commands).
 func (k fdKernel) write(b []byte) (int, error) {
 	if k.masked {
 		return unix.WriteMasked(k.fd, b)
 	}
-	return unix.Write(k.fd, b)
+	switch binary.LittleEndian.Uint32(b) & cmdMask {
+	case cmdModifyQP, cmdCreateAH, cmdRegMR:
+		return unix.Write(k.fd, b)
+	}
+	return unix.WriteCommand(k.fd, b)
 }
 
 func (k fdKernel) doorbell(b []byte) (int, error) { return unix.WriteCommand(k.fd, b) }
