@@ -87,6 +87,7 @@ type proc struct {
 	cmd            *exec.Cmd
 	stdout, stderr bytes.Buffer
 	banner         chan struct{} // closed when stdout shows the server banner
+	row            chan struct{} // closed when stdout shows a result row
 	copied         chan struct{} // closed when stdout is drained
 }
 
@@ -98,7 +99,7 @@ func start(t *testing.T, ctx context.Context, name string, args ...string) *proc
 // startEnv is start with the environment environ.
 func startEnv(t *testing.T, ctx context.Context, environ []string, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{banner: make(chan struct{}), copied: make(chan struct{})}
+	p := &proc{banner: make(chan struct{}), row: make(chan struct{}), copied: make(chan struct{})}
 	p.cmd = exec.CommandContext(ctx, filepath.Join(binDir, name), args...)
 	p.cmd.Env = environ
 	p.cmd.Stderr = &p.stderr
@@ -112,13 +113,17 @@ func startEnv(t *testing.T, ctx context.Context, environ []string, name string, 
 	go func() {
 		defer close(p.copied)
 		r := bufio.NewReader(out)
-		seen := false
+		seen, row := false, false
 		for {
 			line, err := r.ReadString('\n')
 			p.stdout.WriteString(line)
 			if !seen && strings.Contains(line, "Waiting for client to connect") {
 				seen = true
 				close(p.banner)
+			}
+			if f := strings.Fields(line); !row && len(f) > 2 && isNumber(f[0]) && isNumber(f[1]) {
+				row = true
+				close(p.row)
 			}
 			if err != nil {
 				_, _ = io.Copy(io.Discard, r)
@@ -127,6 +132,13 @@ func startEnv(t *testing.T, ctx context.Context, environ []string, name string, 
 		}
 	}()
 	return p
+}
+
+// isNumber reports whether s is a decimal number, as a result row's first
+// fields (size, iterations) are.
+func isNumber(s string) bool {
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
 }
 
 // wait waits for the command and returns its exit code.

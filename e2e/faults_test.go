@@ -265,8 +265,14 @@ func TestInterruptedSweepFiles(t *testing.T) {
 	defer cancel()
 	p := start(t, ctx, "write_lat", "--loopback", "-a", "-n", "20000", "--out_json", "--out_json_file", js, "--out_csv", csv)
 	// The smallest sizes take a few milliseconds each, the largest
-	// (8 MiB, 20,000 times) far longer than the test waits.
-	time.Sleep(2 * time.Second)
+	// (8 MiB, 20,000 times) far longer than the test waits: interrupted
+	// once the first size's row is out.
+	select {
+	case <-p.row:
+	case <-ctx.Done():
+		t.Fatal("no result row within a minute")
+	}
+	time.Sleep(100 * time.Millisecond)
 	began := time.Now()
 	signal(t, p, "INT")
 	ends(t, p, began, 5*time.Second)
