@@ -22,6 +22,9 @@ const (
 // endpoint is one side's resources: perftest's pingpong_context.
 type endpoint struct {
 	cfg *Config
+	// syncAt is when this side last entered a barrier with its peer: no
+	// message of the next loop left the peer before it.
+	syncAt int64
 	// tick, when set, gets each second of a duration run's loop (the
 	// interval lines).
 	tick func(interval)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/pvperf/pvperf/bench/oob"
+	"github.com/pvperf/pvperf/internal/clock"
 	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/reports"
 	"github.com/pvperf/pvperf/verbs"
@@ -21,6 +22,7 @@ func (s *session) handshake(i int) error {
 
 // barrier is a key handshake of QP 0 whose answer is not needed.
 func (s *session) barrier() error {
+	s.ep.syncAt = clock.Now()
 	_, err := s.conn.Handshake(s.kf, s.ep.my[0])
 	if err != nil {
 		return fail(err, oob.PerftestMessage(err), " Failed to exchange data between server and clients\n")

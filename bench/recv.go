@@ -144,7 +144,17 @@ func (e *endpoint) runBWServer(ctx context.Context, r *receiver) (samples, error
 					dc = startDuration(ctx, cfg.Duration, cfg.Margin, e.tick)
 					defer dc.end()
 				} else {
+					// perftest times from the first completion polled.
+					// Several at once were waiting when the loop
+					// looked first (it started late, or was not
+					// scheduled): their arrival is unknown, and
+					// timing from the poll would report an absurd
+					// rate. No message left before this side
+					// entered the barrier that released the sender.
 					sm.tposted[0] = clock.Now()
+					if ne > 1 && e.syncAt != 0 {
+						sm.tposted[0] = e.syncAt
+					}
 				}
 			}
 			for k := range ne {
