@@ -283,16 +283,17 @@ func TestUnsignaledMarkersIgnored(t *testing.T) {
 
 // TestStallLatencyGap: a latency test whose --latency_gap is longer than
 // StallTimeout waits the gap out on both sides; only a wait beyond the
-// gap is a stall.
+// gap is a stall. (SEND's loop is READ's and ATOMIC's too.) The margin
+// left for scheduling delays on a loaded machine is StallTimeout.
 func TestStallLatencyGap(t *testing.T) {
 	old := StallTimeout
-	StallTimeout = 100 * time.Millisecond
+	StallTimeout = 300 * time.Millisecond
 	defer func() { StallTimeout = old }()
 	dev := device(t, emu.ProfileUnrestricted, 2)
-	for _, verb := range []perftest.Verb{perftest.Send, perftest.Write, perftest.Read} {
+	for _, verb := range []perftest.Verb{perftest.Send, perftest.Write} {
 		t.Run(verb.String(), func(t *testing.T) {
 			cfg := testConfig(perftest.Latency, verb)
-			cfg.Iters, cfg.LatencyGap = 5, 200_000 // 200 ms
+			cfg.Iters, cfg.LatencyGap = 4, 600_000 // 600 ms
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			var errOut strings.Builder
