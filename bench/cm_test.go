@@ -160,6 +160,11 @@ func TestRdmaCM(t *testing.T) {
 			if cfg.TOS >= 0 && len(m.tos) != cfg.NumQPs {
 				t.Errorf("TOS set %d times, want %d", len(m.tos), cfg.NumQPs)
 			}
+			for _, tos := range m.tos {
+				if int(tos) != cfg.TOS {
+					t.Errorf("TOS set to %d, want %d", tos, cfg.TOS)
+				}
+			}
 			if cfg.TOS < 0 && len(m.tos) != 0 {
 				t.Errorf("TOS set without --tos: %v", m.tos)
 			}

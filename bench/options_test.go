@@ -501,3 +501,77 @@ func TestReceiverStartsLate(t *testing.T) {
 		}
 	}
 }
+
+// TestOptionEffects: what -m, -o, -I, -l and -e change in the calls to
+// the device: the path MTU of RTR, the read depths of RTR and RTS, the
+// inline flag of the work requests, the length of the post lists, and
+// waits on the completion channel.
+func TestOptionEffects(t *testing.T) {
+	t.Run("mtu", func(t *testing.T) {
+		cfg := testConfig(perftest.Bandwidth, perftest.Write)
+		cfg.MTU = 256
+		r, _ := runRecorded(t, cfg)
+		for _, a := range r.modify {
+			if a.State == verbs.StateRTR && a.PathMTU != verbs.MTU256 {
+				t.Errorf("-m 256: RTR path MTU %v", a.PathMTU)
+			}
+		}
+	})
+	t.Run("outs", func(t *testing.T) {
+		cfg := testConfig(perftest.Bandwidth, perftest.Read)
+		cfg.OutReads = 3
+		r, _ := runRecorded(t, cfg)
+		var rtr, rts int
+		for _, a := range r.modify {
+			switch a.State {
+			case verbs.StateRTR:
+				if rtr++; a.MaxDestRdAtomic != 3 {
+					t.Errorf("-o 3: RTR max_dest_rd_atomic %d", a.MaxDestRdAtomic)
+				}
+			case verbs.StateRTS:
+				if rts++; a.MaxRdAtomic != 3 {
+					t.Errorf("-o 3: RTS max_rd_atomic %d", a.MaxRdAtomic)
+				}
+			}
+		}
+		if rtr == 0 || rts == 0 {
+			t.Errorf("%d RTR and %d RTS transitions", rtr, rts)
+		}
+	})
+	t.Run("inline", func(t *testing.T) {
+		for _, inline := range []int{0, 64} {
+			cfg := testConfig(perftest.Bandwidth, perftest.Send)
+			cfg.Size, cfg.Inline, cfg.InlineGiven = 64, inline, true
+			r, _ := runRecorded(t, cfg)
+			n := 0
+			for _, w := range r.posted {
+				if w.inline {
+					n++
+				}
+			}
+			if (inline > 0) != (n == len(r.posted)) || (inline == 0 && n != 0) {
+				t.Errorf("-I %d: %d of %d work requests inline", inline, n, len(r.posted))
+			}
+		}
+	})
+	t.Run("post_list", func(t *testing.T) {
+		cfg := testConfig(perftest.Bandwidth, perftest.Write)
+		cfg.PostList, cfg.CQMod, cfg.Iters = 4, 4, 200
+		r, _ := runRecorded(t, cfg)
+		for _, n := range r.lists {
+			if n != 4 {
+				t.Fatalf("-l 4: a post of %d work requests (lists %v)", n, r.lists)
+			}
+		}
+	})
+	t.Run("events", func(t *testing.T) {
+		for _, events := range []bool{false, true} {
+			cfg := testConfig(perftest.Bandwidth, perftest.Send)
+			cfg.Events = events
+			r, _ := runRecorded(t, cfg)
+			if (r.waits > 0) != events {
+				t.Errorf("-e %v: %d waits on the completion channel", events, r.waits)
+			}
+		}
+	})
+}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -21,13 +22,16 @@ type recorder struct {
 	modify []verbs.QPAttr // every Modify's attributes
 	sends  int            // work requests posted
 	posted []postedWR     // every work request posted
+	lists  []int          // length of every PostSend list
 	recvs  []int          // length of every PostRecv list
+	waits  int            // completion channel waits
 }
 
 // postedWR is what the loops change in a work request from one post to
 // the next.
 type postedWR struct {
 	signaled     bool
+	inline       bool
 	addr, remote uint64
 }
 
@@ -65,8 +69,31 @@ func (c recContext) AllocPD() (verbs.PD, error) {
 }
 
 func (c recContext) CreateCQ(init verbs.CQInit) (verbs.CQ, error) {
+	if ch, ok := init.Channel.(*recChannel); ok {
+		init.Channel = ch.CompChannel
+	}
 	cq, err := c.Context.CreateCQ(init)
 	return &recCQ{cq, c.r}, err
+}
+
+func (c recContext) CreateCompChannel() (verbs.CompChannel, error) {
+	ch, err := c.Context.CreateCompChannel()
+	if err != nil {
+		return nil, err
+	}
+	return &recChannel{ch, c.r}, nil
+}
+
+type recChannel struct {
+	verbs.CompChannel
+	r *recorder
+}
+
+func (ch *recChannel) Wait(ctx context.Context) (verbs.CQ, error) {
+	ch.r.mu.Lock()
+	ch.r.waits++
+	ch.r.mu.Unlock()
+	return ch.CompChannel.Wait(ctx)
 }
 
 func (pd recPD) RegMR(b []byte, access verbs.Access) (verbs.MR, error) {
@@ -109,8 +136,9 @@ func (q *recQP) PostSend(wrs []verbs.SendWR) (int, error) {
 	q.r.mu.Lock()
 	q.r.sends += n
 	for _, w := range wrs[:n] {
-		q.r.posted = append(q.r.posted, postedWR{w.Flags&verbs.SendSignaled != 0, w.SGL[0].Addr, w.RemoteAddr})
+		q.r.posted = append(q.r.posted, postedWR{w.Flags&verbs.SendSignaled != 0, w.Flags&verbs.SendInline != 0, w.SGL[0].Addr, w.RemoteAddr})
 	}
+	q.r.lists = append(q.r.lists, len(wrs))
 	q.r.mu.Unlock()
 	return n, err
 }
