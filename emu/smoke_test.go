@@ -82,7 +82,23 @@ func TestSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	n, err = cq.Poll(wc)
-	t.Logf("%d %v %+v %+v", n, err, wc[0], wc[1])
+	if err != nil || n != 2 {
+		t.Fatalf("poll: %d completions, %v", n, err)
+	}
+	for _, c := range wc[:n] {
+		switch c.ID {
+		case 8:
+			if c.Status != verbs.WCSuccess || c.Opcode != verbs.WCSend {
+				t.Errorf("send completion %+v", c)
+			}
+		case 9:
+			if c.Status != verbs.WCSuccess || c.Opcode != verbs.WCRecv || c.ByteLen != 5 || c.Imm != 0xdeadbeef || c.Flags&verbs.WCWithImm == 0 {
+				t.Errorf("receive completion %+v, want 5 bytes with immediate 0xdeadbeef", c)
+			}
+		default:
+			t.Errorf("completion of work request %d", c.ID)
+		}
+	}
 	if string(buf[8192:8197]) != "hello" {
 		t.Fatalf("got %q", buf[8192:8197])
 	}
