@@ -56,10 +56,11 @@ type Overrides struct {
 var NoOverrides = Overrides{Rank: -1, Size: -1}
 
 // Detect finds the launcher from the environment, read through getenv
-// (os.LookupEnv), in this order: PMI_FD, OMPI_COMM_WORLD_RANK, SLURM_PROCID,
-// PMIX_RANK, PMI_RANK, JOB_COMPLETION_INDEX (Open MPI's before Slurm's:
-// mpirun inside a Slurm allocation leaves Slurm's variables set). The first one present decides;
-// its companion variables must then be present and agree. Rank and size
+// (os.LookupEnv), in this order: PMI_FD, OMPI_COMM_WORLD_RANK,
+// SLURM_PROCID, PMIX_RANK, PMI_RANK, JOB_COMPLETION_INDEX (Open MPI's
+// before Slurm's: mpirun inside a Slurm allocation leaves Slurm's
+// variables set). The first one present decides; its companion variables
+// must then be present and agree. Rank and size
 // in o override what the launcher says; with both set and no launcher,
 // the launcher is Flags. A Kubernetes Indexed Job gives no size: o.Size
 // (or the variable PVPERF_SIZE) must.
