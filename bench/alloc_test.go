@@ -71,7 +71,10 @@ func TestLoopsDoNotAllocate(t *testing.T) {
 			a := mallocs(t, c.cfg(short))
 			b := mallocs(t, c.cfg(long))
 			t.Logf("%d messages: %d allocations; %d messages: %d", short, a, long, b)
-			if b > a+(long-short)/100 {
+			// Setup allocates as much for both; what the loops would
+			// allocate grows with the messages. The slack is the
+			// runtime's own (timers, the emulator's goroutines).
+			if b > a+200 {
 				t.Errorf("%d more messages made %d more allocations", long-short, int64(b)-int64(a))
 			}
 		})
