@@ -583,7 +583,7 @@ func TestCMTimeout(t *testing.T) {
 	m := testCM(t, 200*time.Millisecond)
 	start := time.Now()
 	_, err := cmResolve(t, m, verbs.PortSpaceTCP, addr).Connect(testCtx(t), verbs.ConnParam{QPNum: 1})
-	if !errors.Is(err, verbs.ErrCMTimeout) || time.Since(start) > 2*time.Second {
+	if !errors.Is(err, verbs.ErrCMTimeout) || time.Since(start) > 10*time.Second {
 		t.Errorf("connect after %v: %v", time.Since(start), err)
 	}
 

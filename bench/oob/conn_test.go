@@ -76,7 +76,9 @@ func TestTimeoutSilentPeer(t *testing.T) {
 			if !errors.Is(err, ErrTimeout) || !errors.Is(err, os.ErrDeadlineExceeded) {
 				t.Fatalf("got %v, want ErrTimeout", err)
 			}
-			if elapsed < timeout || elapsed > timeout+time.Second {
+			// Below: the deadline fired early. Above: generous, for a
+			// loaded machine; a hang is what it catches.
+			if elapsed < timeout || elapsed > timeout+10*time.Second {
 				t.Errorf("failed after %v, timeout %v", elapsed, timeout)
 			}
 			var ee *ExchangeError
@@ -99,7 +101,7 @@ func TestTimeoutPartialMessage(t *testing.T) {
 	if !errors.Is(err, ErrTimeout) {
 		t.Fatalf("got %v, want ErrTimeout", err)
 	}
-	if d := time.Since(start); d > time.Second {
+	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("took %v", d)
 	}
 }
@@ -111,29 +113,21 @@ func TestPeerClosesMidExchange(t *testing.T) {
 			_, _ = io.ReadFull(peer, make([]byte, VersionSize))
 			peer.Close()
 		}()
-		start := time.Now()
 		_, err := c.ExchangeVersion()
 		if !errors.Is(err, ErrPeerClosed) || !errors.Is(err, io.EOF) {
 			t.Fatalf("got %v, want ErrPeerClosed", err)
-		}
-		if d := time.Since(start); d > time.Second {
-			t.Errorf("took %v, want at once", d)
 		}
 	})
 	t.Run("short message", func(t *testing.T) {
 		c, peer := pair(t, Server, Config{Timeout: 5 * time.Second})
 		_, _ = peer.Write([]byte("6.29\x00\x00"))
 		peer.Close()
-		start := time.Now()
 		_, err := c.ExchangeVersion()
 		if !errors.Is(err, ErrPeerClosed) || !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("got %v, want ErrPeerClosed", err)
 		}
 		if !strings.Contains(err.Error(), "got 6 of 16 bytes") {
 			t.Errorf("message %q", err)
-		}
-		if d := time.Since(start); d > time.Second {
-			t.Errorf("took %v, want at once", d)
 		}
 	})
 	t.Run("key handshake", func(t *testing.T) {

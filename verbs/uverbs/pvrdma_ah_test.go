@@ -154,7 +154,7 @@ func TestPVRDMAResolveIPv4(t *testing.T) {
 	if !errors.Is(err, unix.ETIMEDOUT) || !strings.Contains(err.Error(), "192.0.2.44") || !strings.Contains(err.Error(), "eth0") {
 		t.Errorf("unresolvable neighbour: %v", err)
 	}
-	if d := time.Since(start); d < neighbourWait || d > 2*time.Second {
+	if d := time.Since(start); d < neighbourWait || d > 10*time.Second {
 		t.Errorf("gave up after %v, want about %v", d, neighbourWait)
 	}
 	_, err = resolveNeighbour("eth1", netip.MustParseAddr("10.2.3.4"))
