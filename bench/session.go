@@ -89,8 +89,9 @@ type session struct {
 // failure is an error whose text is already what perftest prints (on
 // stderr, lines ending in newlines).
 type failure struct {
-	msg string
-	err error
+	msg  string
+	err  error
+	loop bool // the measurement loop failed (perftest's run_iter_*)
 }
 
 func (f *failure) Error() string {
@@ -293,15 +294,41 @@ func (s *session) waitDestroy(ctx context.Context) {
 
 // runErr turns a loop error into perftest's report.
 func runErr(err error, what string) error {
-	var ce *errCompletion
-	if errors.As(err, &ce) {
-		return fail(err, ce.Error(), " Failed to complete "+what+" function successfully\n")
-	}
 	var f *failure
-	if errors.As(err, &f) {
+	var ce *errCompletion
+	switch {
+	case errors.As(err, &ce):
+		f = &failure{msg: ce.Error() + " Failed to complete " + what + " function successfully\n", err: err}
+	case errors.As(err, &f):
+		f.loop = true
 		return err
+	default:
+		f = &failure{msg: " " + err.Error() + "\n Failed to complete " + what + " function successfully\n", err: err}
 	}
-	return fail(err, " "+err.Error()+"\n", " Failed to complete "+what+" function successfully\n")
+	f.loop = true
+	return f
+}
+
+// MeasurementFailed reports whether err ended the measurement loop itself
+// (perftest's run_iter_* returned an error): some of perftest's tests exit
+// with status 17 then, not 1.
+func MeasurementFailed(err error) bool {
+	switch e := err.(type) {
+	case nil:
+		return false
+	case *failure:
+		if e.loop {
+			return true
+		}
+	case interface{ Unwrap() []error }:
+		for _, x := range e.Unwrap() {
+			if MeasurementFailed(x) {
+				return true
+			}
+		}
+		return false
+	}
+	return MeasurementFailed(errors.Unwrap(err))
 }
 
 // peerErr prefers the peer's death, when that is what ended the test, to

@@ -13,7 +13,9 @@
 //     force_dependecies (depths capped by the iterations, CQ moderation,
 //     post lists, peak disabling, duration margins, dynamic polling), with
 //     perftest's warnings and error messages on perftest's streams and
-//     perftest's exit statuses (1 for every error, and for -h and -V);
+//     perftest's exit statuses (1 for every error, and for -h and -V; 17
+//     for a failed measurement loop of send_bw, send_lat, read_lat,
+//     atomic_lat and read_bw -a);
 //   - the usage text (-h) and the version (-V);
 //   - choosing the device (package devices) and calling bench.Run;
 //   - the devinfo command's listing of devices.

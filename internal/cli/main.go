@@ -47,9 +47,28 @@ func MainContext(ctx context.Context, test string, args []string, stdout, stderr
 		if !errors.Is(err, errReported) {
 			fmt.Fprint(stderr, bench.PerftestMessage(err))
 		}
-		return 1
+		return failStatus(test, &cfg, err)
 	}
 	return 0
+}
+
+// failStatus is the exit status of a failed run: 1, as perftest's for
+// every error, but 17 where perftest's main returns that for a failed
+// measurement loop (send_bw, send_lat, read_lat, atomic_lat, and read_bw
+// with -a).
+func failStatus(test string, cfg *bench.Config, err error) int {
+	if !bench.MeasurementFailed(err) {
+		return 1
+	}
+	switch test {
+	case "send_bw", "send_lat", "read_lat", "atomic_lat":
+		return 17
+	case "read_bw":
+		if cfg.AllSizes {
+			return 17
+		}
+	}
+	return 1
 }
 
 // errReported: the error's message is already on stderr.
