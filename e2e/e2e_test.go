@@ -397,8 +397,8 @@ func TestPeerKilled(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("survivor exited with %d after %v; stderr: %q", code, took, survivor.stderr.String())
-			if code != 1 {
-				t.Errorf("survivor exited with %d, want 1", code)
+			if want := failCode(survivor); code != want {
+				t.Errorf("survivor exited with %d, want %d", code, want)
 			}
 			if survivor.stderr.Len() == 0 {
 				t.Error("survivor printed no error")
