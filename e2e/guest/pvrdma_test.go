@@ -94,9 +94,10 @@ func (p pair) expectFail(t *testing.T, why string) {
 			t.Fatalf("the pair did not start: %v", r.err)
 		}
 	}
-	// pvperf ends, and says why: no progress, or a miscount it refused.
+	// pvperf ends, and says why: no progress, a miscount it refused, a
+	// verb the device does not have, or the device's error completion.
 	// perftest may wait for ever instead.
-	said := regexp.MustCompile(`(?m)^.*(no progress|unsignalled|not supported).*$`).FindString(r.client + r.server)
+	said := regexp.MustCompile(`(?m)^.*(no progress|unsignalled|not supported|Completion with error).*$`).FindString(r.client + r.server)
 	if strings.HasPrefix(p.client, *pvperfDir) {
 		for _, hang := range []string{"timed out", "still running"} {
 			if strings.Contains(r.err.Error(), hang) {
