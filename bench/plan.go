@@ -118,7 +118,11 @@ func planDevice(cfg *Config, attr *verbs.DeviceAttr, port *verbs.PortAttr, emula
 			}
 		}
 	}
-	p.inline = min(p.inline, attr.MaxInlineData)
+	if !cfg.InlineGiven {
+		p.inline = min(p.inline, attr.MaxInlineData)
+	}
+	// An -I above the device's limit goes to the QP as asked, which the
+	// device refuses ("Couldn't create QP"), as perftest's does.
 	p.outReads = 1
 	if cfg.Verb == perftest.Read || cfg.Verb == perftest.Atomic || cfg.DataValidation {
 		p.outReads = max(attr.MaxQPRdAtom, 1)
