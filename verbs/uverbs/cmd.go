@@ -40,18 +40,20 @@ type fdKernel struct {
 	masked bool
 }
 
-// write issues a control command. Of rdma_rxe's, those that may sleep
-// (MODIFY_QP and CREATE_AH resolve the peer's MAC address, for up to a
-// second; REG_MR pins pages) are system calls the Go scheduler sees; the
-// others do bounded work and are raw writes, which keep the goroutine's
-// processor (see unix.WriteCommand: a connection setup made of scheduler
-// hand-overs costs more than its commands).
+// write issues a control command. rdma_rxe's are raw writes, which keep
+// the goroutine's processor (see unix.WriteCommand: a connection setup
+// made of scheduler hand-overs costs more than its commands), but for
+// CREATE_AH and REG_MR, which may sleep long (resolving the peer's MAC
+// address, for up to a second; pinning pages): system calls the Go
+// scheduler sees. MODIFY_QP to RTR resolves the address too, but it is
+// most of a connection setup's commands, and the address is resolved
+// once per peer: it stays raw.
 func (k fdKernel) write(b []byte) (int, error) {
 	if k.masked {
 		return unix.WriteMasked(k.fd, b)
 	}
 	switch binary.LittleEndian.Uint32(b) & cmdMask {
-	case cmdModifyQP, cmdCreateAH, cmdRegMR:
+	case cmdCreateAH, cmdRegMR:
 		return unix.Write(k.fd, b)
 	}
 	return unix.WriteCommand(k.fd, b)
