@@ -90,8 +90,9 @@ func WriteMasked(fd int, b []byte) (int, error) {
 // device or a peer: the data path's doorbells (post send, request notify),
 // rdma_rxe's commands but CREATE_AH and REG_MR (its MODIFY_QP to RTR
 // resolves a new peer's address once), and rdma_cm's commands (GET_EVENT
-// on a non-blocking descriptor included). It makes the system call without telling the Go scheduler,
-// which keeps the goroutine's processor: a system call the scheduler sees
+// on a non-blocking descriptor included). It makes the system call
+// without telling the Go scheduler, which keeps the goroutine's
+// processor: a system call the scheduler sees
 // and that lasts more than 20 µs (most commands, on an emulated CPU) has
 // the processor handed to another thread and the monitor thread woken
 // every 20 µs, and the call then waits for a processor again. That costs a
