@@ -284,6 +284,17 @@ func TestWireEmptyLastPacket(t *testing.T) {
 	}
 }
 
+// dropFirst is a port's fault hook that loses the first packet it sends.
+func dropFirst() func() int {
+	n := 0
+	return func() int {
+		if n++; n == 1 {
+			return 1
+		}
+		return 0
+	}
+}
+
 // reconnectAtomics connects e to p again with atomics allowed and up to
 // rd of them in flight.
 func reconnectAtomics(t *testing.T, e *endpoint, p peerInfo, rd uint8) {
@@ -314,13 +325,7 @@ func TestWireAtomicLostAck(t *testing.T) {
 	f := newWireFixture(t, 160)
 	reconnectAtomics(t, f.a, f.b.info(), 4)
 	reconnectAtomics(t, f.b, f.a.info(), 4)
-	n := 0
-	lose := func() int {
-		if n++; n == 1 {
-			return 1 // a's first packet: the first ATOMIC ACK
-		}
-		return 0
-	}
+	lose := dropFirst() // a's first packet: the first ATOMIC ACK
 	f.port.faults.Store(&lose)
 	var wrs []verbs.SendWR
 	for i := range 2 {
@@ -380,13 +385,7 @@ func TestWireRNRMultiPacket(t *testing.T) {
 // posted in SQD waits for RTS.
 func TestWireSQD(t *testing.T) {
 	f := newWireFixture(t, 164)
-	n := 0
-	loseFirst := func() int {
-		if n++; n == 1 {
-			return 1
-		}
-		return 0
-	}
+	loseFirst := dropFirst()
 	f.b.ctx.(*devContext).wire.faults.Store(&loseFirst)
 	write := func(id uint64) {
 		t.Helper()
@@ -441,13 +440,7 @@ func TestWireAtomicBufferGone(t *testing.T) {
 	f := newWireFixture(t, 166)
 	reconnectAtomics(t, f.a, f.b.info(), 4)
 	reconnectAtomics(t, f.b, f.a.info(), 4)
-	n := 0
-	lose := func() int {
-		if n++; n == 1 {
-			return 1 // the ATOMIC ACK: the request is sent again
-		}
-		return 0
-	}
+	lose := dropFirst() // the ATOMIC ACK: the request is sent again
 	f.port.faults.Store(&lose)
 	mr, err := f.b.pd.RegMR(f.b.mem.Bytes()[:4096], verbs.AccessLocalWrite)
 	if err != nil {

@@ -170,6 +170,18 @@ func (wq *wireQP) resetResp() {
 	wq.wmr = mrCache{}
 }
 
+// nakStatus is the completion status of a NAK's syndrome syn: invalid
+// request, remote access error, or else remote operational error.
+func nakStatus(syn uint8) verbs.WCStatus {
+	switch syn {
+	case roce.SynNAKInvReq:
+		return verbs.WCRemInvReqErr
+	case roce.SynNAKRemAccess:
+		return verbs.WCRemAccessErr
+	}
+	return verbs.WCRemOpErr
+}
+
 // maxAtomSaved is how many atomic results a responder keeps: the device's
 // max_qp_rd_atom.
 const maxAtomSaved = 16
@@ -864,14 +876,7 @@ func (q *qp) wireResponse(src netip.Addr, p *roce.Packet) {
 			if !q.ackUpTo(psnAdd(p.PSN, 0xFFFFFF)) || wq.outN == 0 {
 				return
 			}
-			st := verbs.WCRemOpErr
-			switch syn {
-			case roce.SynNAKInvReq:
-				st = verbs.WCRemInvReqErr
-			case roce.SynNAKRemAccess:
-				st = verbs.WCRemAccessErr
-			}
-			q.wireFail(st)
+			q.wireFail(nakStatus(syn))
 		}
 	case roce.RCAtomicAck:
 		if !q.ackUpTo(psnAdd(p.PSN, 0xFFFFFF)) || wq.outN == 0 {

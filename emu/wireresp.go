@@ -468,15 +468,7 @@ func (q *qp) nakFatal(p *roce.Packet, syn uint8, ev verbs.EventType) {
 		return
 	}
 	if wq.inRecv {
-		// The receive of the message in progress ends in error.
-		st := verbs.WCRemInvReqErr
-		switch syn {
-		case roce.SynNAKRemAccess:
-			st = verbs.WCRemAccessErr
-		case roce.SynNAKRemOp:
-			st = verbs.WCRemOpErr
-		}
-		q.endRecv(st)
+		q.endRecv(nakStatus(syn)) // the message in progress ends in error
 	}
 	wq.inMsg = false
 	q.sendAck(syn, p.PSN)

@@ -18,25 +18,30 @@ type cqBase struct {
 	ch     *compChannel
 	n      int // entries
 	users  int // QPs
-	closed atomic.Bool
-	// ops is held (shared) by the commands that name the CQ's handle
-	// outside c.mu, and (exclusively) by destroy: the kernel may give a
-	// destroyed handle to a new object at once.
-	ops sync.RWMutex
+	guard
 }
 
-// enter starts a command on the CQ's handle: false if it is closed. leave
-// ends it.
-func (cq *cqBase) enter() bool {
-	cq.ops.RLock()
-	if cq.closed.Load() {
-		cq.ops.RUnlock()
+// guard is a kernel object's lifecycle: closed once destroyed, and ops,
+// held (shared) by the commands that name the object's handle outside
+// c.mu and (exclusively) by destroy: the kernel may give a destroyed
+// handle to a new object at once.
+type guard struct {
+	closed atomic.Bool
+	ops    sync.RWMutex
+}
+
+// enter starts a command on the object's handle: false if it is closed.
+// leave ends it.
+func (g *guard) enter() bool {
+	g.ops.RLock()
+	if g.closed.Load() {
+		g.ops.RUnlock()
 		return false
 	}
 	return true
 }
 
-func (cq *cqBase) leave() { cq.ops.RUnlock() }
+func (g *guard) leave() { g.ops.RUnlock() }
 
 func (cq *cqBase) base() *cqBase { return cq }
 func (cq *cqBase) Entries() int  { return cq.n }
@@ -89,21 +94,8 @@ type srqBase struct {
 	maxWR  int
 	maxSGE int
 	users  int // QPs
-	closed atomic.Bool
-	ops    sync.RWMutex // as cqBase.ops
+	guard
 }
-
-// enter and leave bracket a command on the SRQ's handle, as cqBase's.
-func (s *srqBase) enter() bool {
-	s.ops.RLock()
-	if s.closed.Load() {
-		s.ops.RUnlock()
-		return false
-	}
-	return true
-}
-
-func (s *srqBase) leave() { s.ops.RUnlock() }
 
 func (s *srqBase) sbase() *srqBase { return s }
 func (s *srqBase) Num() uint32     { return s.srqn }
@@ -169,8 +161,7 @@ type qpBase struct {
 	cap    verbs.QPCap
 	sigAll bool
 	state  atomic.Uint32 // verbs.QPState, as last set by Modify
-	closed atomic.Bool
-	ops    sync.RWMutex // as cqBase.ops
+	guard
 	// onModify lets the provider follow state changes (after the kernel
 	// accepted them); may be nil.
 	onModify func(verbs.QPState)
@@ -243,11 +234,10 @@ func (q *qpBase) Modify(attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
 	if mask&verbs.AttrState != 0 {
 		op = "modify qp to " + attr.State.String()
 	}
-	q.ops.RLock()
-	defer q.ops.RUnlock()
-	if q.closed.Load() {
+	if !q.enter() {
 		return c.err(op, verbs.ErrClosed)
 	}
+	defer q.leave()
 	m := modifyQP{
 		Dest:            dest(&attr.AH),
 		QPHandle:        q.handle,
@@ -321,11 +311,10 @@ const allQPAttrs = 1<<21 - 1
 // Query returns the QP's current attributes (QUERY_QP).
 func (q *qpBase) Query() (verbs.QPAttr, error) {
 	c := q.pd.c
-	q.ops.RLock()
-	defer q.ops.RUnlock()
-	if q.closed.Load() {
+	if !q.enter() {
 		return verbs.QPAttr{}, c.err("query qp", verbs.ErrClosed)
 	}
+	defer q.leave()
 	var r queryQPResp
 	if err := c.exec(cmdQueryQP, &queryQPReq{QPHandle: q.handle, AttrMask: allQPAttrs}, nil, &r, nil); err != nil {
 		return verbs.QPAttr{}, c.err("query qp", err)
