@@ -31,7 +31,13 @@ import (
 //     perftest write_lat's RDMA WRITE ping-pong of 2 bytes (emu-write)
 //     between two goroutines on two OS threads, against a bare atomic-flag
 //     ping-pong (metric x_bare: emulator half round trip / bare half round
-//     trip, measured interleaved: see slicedPingPong).
+//     trip, measured interleaved: see slicedPingPong). Its bare-work
+//     runs are the bare ping-pong with a fixed amount of arithmetic on
+//     each side per hop (no memory touched): the floor of a ping-pong
+//     whose hop costs that much CPU. Their x_bare, beside the emulator's,
+//     tells how much of the emulator's ratio is the CPU cost of its hop
+//     (BenchmarkSendRecvCost, BenchmarkWritePostCost) and how much is
+//     anything else, such as cache lines moving between the cores.
 //   - BenchmarkTwoProcess: the same write bandwidth and ping-pongs between
 //     two processes through shared memory (the peer is this test binary
 //     started again), against copy() and an atomic flag in a shared page.
@@ -327,6 +333,54 @@ func barePingPong(word *uint64, n int, first bool) {
 	}
 }
 
+// workPingPong is barePingPong with iters steps of arithmetic (see work)
+// before each store of the counter: each side's hop costs that much CPU.
+func workPingPong(word *uint64, n int, first bool, iters int64) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var s uint64
+	for i := uint64(0); i < uint64(n); i++ {
+		if first {
+			s = work(s, iters)
+			atomic.StoreUint64(word, 2*i+1)
+			for atomic.LoadUint64(word) != 2*i+2 {
+			}
+		} else {
+			for atomic.LoadUint64(word) != 2*i+1 {
+			}
+			s = work(s, iters)
+			atomic.StoreUint64(word, 2*i+2)
+		}
+	}
+	workSink.Add(s)
+}
+
+// work runs iters steps of a dependent multiply-add on s: CPU time and
+// nothing else, no memory touched.
+func work(s uint64, iters int64) uint64 {
+	for range iters {
+		s = s*6364136223846793005 + 1442695040888963407
+	}
+	return s
+}
+
+var (
+	workSink  atomic.Uint64 // keeps work's results alive
+	workIters atomic.Int64  // the steps per hop of the bare-work ping-pong
+)
+
+// itersFor returns the steps of work that take about d on one thread.
+func itersFor(d time.Duration) int64 {
+	const probe = 1 << 20
+	best := time.Duration(1 << 62)
+	for range 5 {
+		start := time.Now()
+		workSink.Add(work(uint64(start.UnixNano()), probe))
+		best = min(best, time.Since(start))
+	}
+	return max(1, int64(float64(d)/float64(best)*probe))
+}
+
 func bareHalfRTT(n int) time.Duration {
 	var w uint64
 	done := make(chan struct{})
@@ -428,6 +482,7 @@ type pingKind string
 
 const (
 	pingBare  pingKind = "bare"
+	pingWork  pingKind = "bare-work" // bare, with workIters of arithmetic per hop
 	pingSend  pingKind = "send"
 	pingWrite pingKind = "write"
 )
@@ -534,6 +589,8 @@ func player(tb testing.TB, e *endpoint, p peerInfo, bare *uint64, initiator bool
 		switch kind {
 		case pingBare:
 			barePingPong(bare, n, initiator)
+		case pingWork:
+			workPingPong(bare, n, initiator, workIters.Load())
 		case pingSend:
 			pingPong(tb, e, n, initiator)
 		case pingWrite:
@@ -569,6 +626,15 @@ func BenchmarkPingPong(b *testing.B) {
 	}
 	b.Run("emu/size=2", func(b *testing.B) { run(b, pingSend) })
 	b.Run("emu-write/size=2", func(b *testing.B) { run(b, pingWrite) })
+	// The CPU cost of a hop, measured by BenchmarkWritePostCost (about
+	// 70 ns on the 2-vCPU machine of the docs) and BenchmarkSendRecvCost
+	// (about 150 ns).
+	for _, ns := range []int{70, 150} {
+		b.Run(fmt.Sprintf("bare-work/ns=%d", ns), func(b *testing.B) {
+			workIters.Store(itersFor(time.Duration(ns)))
+			run(b, pingWork)
+		})
+	}
 }
 
 // The two-process benchmarks start this test binary again as the peer.
@@ -814,6 +880,33 @@ func (p *processPeer) start(kind pingKind, n int) {
 }
 
 func (p *processPeer) wait() { expectLine(p.tb, p.out, "done") }
+
+// BenchmarkWritePostCost is one thread posting a signalled 2-byte RDMA
+// WRITE and reaping its completion: the CPU cost of a hop of the write
+// ping-pong.
+func BenchmarkWritePostCost(b *testing.B) {
+	ctx := openBench(b)
+	defer ctx.Close()
+	x, y := newEndpoint(b, ctx, 1<<16), newEndpoint(b, ctx, 1<<16)
+	defer x.close()
+	defer y.close()
+	if err := x.connect(y.info()); err != nil {
+		b.Fatal(err)
+	}
+	if err := y.connect(x.info()); err != nil {
+		b.Fatal(err)
+	}
+	w := newWritePinger(b, x, y.info())
+	for b.Loop() {
+		if _, err := x.qp.PostSend(w.wr); err != nil {
+			b.Fatal(err)
+		}
+		if n, _ := x.scq.Poll(w.wc); n != 1 || w.wc[0].Err() != nil {
+			b.Fatal("no send completion")
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/hop")
+}
 
 // BenchmarkSendRecvCost is one thread playing both sides of the ping-pong:
 // the CPU cost of a SEND, its receive completion, the repost and the send

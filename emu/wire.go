@@ -105,7 +105,8 @@ type wirePort struct {
 	gid     [16]byte
 	macs    map[netip.Addr][6]byte // under mu
 	arpSent map[netip.Addr]time.Time
-	rxGRH   []byte // the GRH of the frame being handled (receive goroutine)
+	rxGRH   []byte    // the GRH of the frame being handled (receive goroutine)
+	rxSums  flowCache // UDP: of the datagram being handled, under rxMu
 
 	rxMu           sync.Mutex        // held while a datagram is handled
 	users          atomic.Int32      // QPs that may use the port (qp.setNetUser)
@@ -265,6 +266,26 @@ type txBatch struct {
 	short bool // the last datagram is shorter than seg: nothing may follow
 	dst   netip.Addr
 	oob   [64]byte
+	sums  flowCache
+}
+
+// flowCache holds the ICRC part of the last flow a thread sent or received
+// packets in (see roce.FlowSum): a thread's packets mostly go to, or come
+// from, one peer at a time.
+type flowCache struct {
+	src, dst netip.Addr
+	srcPort  uint16
+	ok       bool
+	sum      roce.FlowSum
+}
+
+// of returns the FlowSum of the flow from src:srcPort to dst.
+func (c *flowCache) of(src, dst netip.Addr, srcPort uint16) *roce.FlowSum {
+	if !c.ok || c.src != src || c.dst != dst || c.srcPort != srcPort {
+		c.sum = roce.NewFlowSum(roce.Flow{Src: src, Dst: dst, SrcPort: srcPort})
+		c.src, c.dst, c.srcPort, c.ok = src, dst, srcPort, true
+	}
+	return &c.sum
 }
 
 const (
@@ -320,12 +341,12 @@ func (w *wirePort) commit(b *txBatch, pkt []byte) {
 		w.sendV1(b.buf[:roce.GRHLen+len(pkt)], b.dst)
 		return
 	case wireTCP:
-		roce.Seal(roce.Flow{Src: w.addr, Dst: b.dst, SrcPort: roce.Port}, pkt)
+		b.sums.of(w.addr, b.dst, roce.Port).Seal(0, pkt)
 		b.n += 2 + len(pkt)
 		b.nseg++
 		return
 	}
-	roce.Seal(roce.Flow{Src: w.addr, Dst: b.dst, SrcPort: roce.Port, ID: uint16(b.nseg)}, pkt)
+	b.sums.of(w.addr, b.dst, roce.Port).Seal(uint16(b.nseg), pkt)
 	b.short = len(pkt) < b.seg
 	b.n += len(pkt)
 	b.nseg++
@@ -364,7 +385,7 @@ func (w *wirePort) flush(b *txBatch) {
 	w.gso.Store(false)
 	for off := 0; off < b.n; off += b.seg {
 		p := b.buf[off:min(off+b.seg, b.n)]
-		roce.Seal(roce.Flow{Src: w.addr, Dst: b.dst, SrcPort: roce.Port}, p)
+		b.sums.of(w.addr, b.dst, roce.Port).Seal(0, p)
 		if _, err := w.udp.WriteToUDPAddrPort(p, to); err != nil {
 			w.drops[dropSend].Add(1)
 		}
@@ -428,13 +449,13 @@ func (w *wirePort) datagram(src netip.AddrPort, b, oob []byte) {
 		seg = 0
 	}
 	if seg <= 0 || seg >= len(b) {
-		w.input(from, port, b, 0)
+		w.input(from, port, b, 0, &w.rxSums)
 		return
 	}
 	// Datagrams the kernel coalesced: most likely one batch of the
 	// sender, whose identifications count from 0.
 	for i, off := 0, 0; off < len(b); i, off = i+1, off+seg {
-		w.input(from, port, b[off:min(off+seg, len(b))], uint16(i))
+		w.input(from, port, b[off:min(off+seg, len(b))], uint16(i), &w.rxSums)
 	}
 }
 
@@ -524,6 +545,7 @@ func (w *wirePort) readTCP(peer netip.Addr, l *tcpLink) {
 	// the front to wait for the rest.
 	buf := make([]byte, 1<<16+2+frameMax)
 	have := 0
+	var sums flowCache
 	for {
 		off := 0
 		for have-off >= 2 {
@@ -534,7 +556,7 @@ func (w *wirePort) readTCP(peer netip.Addr, l *tcpLink) {
 			if have-off < 2+n {
 				break
 			}
-			w.input(peer, roce.Port, buf[off+2:off+2+n], 0)
+			w.input(peer, roce.Port, buf[off+2:off+2+n], 0, &sums)
 			off += 2 + n
 		}
 		have = copy(buf, buf[off:have])
@@ -547,8 +569,9 @@ func (w *wirePort) readTCP(peer netip.Addr, l *tcpLink) {
 }
 
 // input handles one packet from src; id is the likeliest IPv4
-// identification of its datagram.
-func (w *wirePort) input(src netip.Addr, srcPort uint16, b []byte, id uint16) {
+// identification of its datagram. sums is the calling thread's cache of
+// flows (nil for RoCE v1).
+func (w *wirePort) input(src netip.Addr, srcPort uint16, b []byte, id uint16, sums *flowCache) {
 	w.rxPkts.Add(1)
 	var p roce.Packet
 	if roce.Parse(b, &p) != nil {
@@ -566,8 +589,7 @@ func (w *wirePort) input(src netip.Addr, srcPort uint16, b []byte, id uint16) {
 	// The ICRC covers the IPv4 header's Identification, which a UDP
 	// socket does not report: from emulated devices 0, or the datagram's
 	// place in a segmented batch (id); a hashed value from rdma_rxe.
-	f := roce.Flow{Src: src, Dst: w.addr, SrcPort: srcPort, ID: id}
-	if _, ok := roce.CheckICRCAnyID(f, b); !ok {
+	if _, ok := sums.of(src, w.addr, srcPort).CheckAnyID(id, b); !ok {
 		w.drop(dropICRC)
 		return
 	}
@@ -646,7 +668,7 @@ func (w *wirePort) faultySend(b *txBatch, to netip.AddrPort) {
 	defer w.mu.Unlock()
 	for off := 0; off < b.n; off += b.seg {
 		p := b.buf[off:min(off+b.seg, b.n)]
-		roce.Seal(roce.Flow{Src: w.addr, Dst: b.dst, SrcPort: roce.Port}, p)
+		b.sums.of(w.addr, b.dst, roce.Port).Seal(0, p)
 		switch (*w.faults.Load())() {
 		case 1:
 			continue
@@ -724,7 +746,7 @@ func (w *wirePort) readRaw() {
 		w.macs[src] = mac
 		w.mu.Unlock()
 		w.rxGRH = f[:roce.GRHLen]
-		w.input(src, 0, pkt, 0)
+		w.input(src, 0, pkt, 0, nil)
 	}
 }
 

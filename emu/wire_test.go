@@ -141,7 +141,7 @@ func TestWireUntrusted(t *testing.T) {
 	}
 	for _, c := range cases {
 		before := f.drops()[c.drop]
-		f.port.input(c.src, roce.Port, c.pkt, 0)
+		f.port.input(c.src, roce.Port, c.pkt, 0, &flowCache{})
 		if got := f.drops()[c.drop]; got != before+1 {
 			t.Errorf("%s: %s went from %d to %d, want one more", c.name, c.drop, before, got)
 		}
@@ -156,7 +156,7 @@ func TestWireUntrusted(t *testing.T) {
 	// A write that ends past the region: NAK remote access, nothing
 	// written, the responder in the error state with QP_ACCESS_ERR.
 	before := f.drops()["drop_naked"]
-	f.port.input(f.addrB, roce.Port, f.packet(write(f.a.mr.Addr()+uint64(f.mrLen)-8, 16), bytes.Repeat([]byte{7}, 16)), 0)
+	f.port.input(f.addrB, roce.Port, f.packet(write(f.a.mr.Addr()+uint64(f.mrLen)-8, 16), bytes.Repeat([]byte{7}, 16)), 0, &flowCache{})
 	if got := f.drops()["drop_naked"]; got != before+1 {
 		t.Errorf("out-of-bounds write: drop_naked %d, want %d", got, before+1)
 	}
@@ -184,7 +184,7 @@ func TestWireGoodWrite(t *testing.T) {
 	f := newWireFixture(t, 20)
 	p := &roce.Packet{Opcode: roce.RCWriteOnly, PKey: roce.DefaultPKey, DestQPN: f.a.qp.Num(), PSN: benchPSN,
 		VA: f.a.mr.Addr() + 100, RKey: f.a.mr.RKey(), DMALen: 16, AckReq: true}
-	f.port.input(f.addrB, roce.Port, f.packet(p, bytes.Repeat([]byte{9}, 16)), 0)
+	f.port.input(f.addrB, roce.Port, f.packet(p, bytes.Repeat([]byte{9}, 16)), 0, &flowCache{})
 	got := f.a.mem.Bytes()[f.mrOff+100 : f.mrOff+116]
 	if !bytes.Equal(got, bytes.Repeat([]byte{9}, 16)) || !f.guardsIntact() {
 		t.Fatalf("region bytes %x, guards intact %v", got, f.guardsIntact())
@@ -217,7 +217,7 @@ func FuzzWireInput(f *testing.F) {
 		if len(pkt) >= 16 { // a BTH and an ICRC
 			roce.Seal(roce.Flow{Src: fx.addrB, Dst: fx.addrA, SrcPort: roce.Port}, pkt)
 		}
-		fx.port.input(fx.addrB, roce.Port, pkt, 0)
+		fx.port.input(fx.addrB, roce.Port, pkt, 0, &flowCache{})
 		if !fx.guardsIntact() {
 			t.Fatalf("packet %x changed bytes outside the registered region", pkt)
 		}
@@ -564,7 +564,7 @@ func TestWireRNRTimer(t *testing.T) {
 	}
 	nak := func(syn uint8) {
 		p := &roce.Packet{Opcode: roce.RCAck, PKey: roce.DefaultPKey, DestQPN: f.a.qp.Num(), PSN: benchPSN, Syndrome: syn}
-		f.port.input(f.addrB, roce.Port, f.packet(p, nil), 0)
+		f.port.input(f.addrB, roce.Port, f.packet(p, nil), 0, &flowCache{})
 	}
 	start := time.Now()
 	nak(roce.SynRNR)    // wait rnrWait, then send again

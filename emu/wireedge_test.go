@@ -41,7 +41,7 @@ func TestWireWriteDeregistered(t *testing.T) {
 			VA: f.a.mr.Addr(), RKey: f.a.mr.RKey(), DMALen: 4096}, bytes.Repeat([]byte{0x11}, 1024))
 		middle := f.packet(&roce.Packet{Opcode: roce.RCWriteMiddle, PKey: roce.DefaultPKey, DestQPN: qpn, PSN: benchPSN + 1},
 			bytes.Repeat([]byte{0x22}, 1024))
-		f.port.input(f.addrB, roce.Port, first, 0)
+		f.port.input(f.addrB, roce.Port, first, 0, &flowCache{})
 		mem := f.a.mem.Bytes()
 		if mem[f.mrOff] != 0x11 {
 			t.Fatalf("the first packet did not land")
@@ -55,7 +55,7 @@ func TestWireWriteDeregistered(t *testing.T) {
 			}
 		}
 		naks := f.drops()["drop_naked"]
-		f.port.input(f.addrB, roce.Port, middle, 0) // would fault on freed memory
+		f.port.input(f.addrB, roce.Port, middle, 0, &flowCache{}) // would fault on freed memory
 		if got := f.drops()["drop_naked"]; got != naks+1 {
 			t.Errorf("the packet after the deregistration was not NAKed (drops %v)", f.drops())
 		}
@@ -118,7 +118,7 @@ func TestWireUCLostPacket(t *testing.T) {
 		hl := roce.Encode(buf, p, n)
 		copy(buf[hl:], bytes.Repeat([]byte{0x5A}, n))
 		roce.Seal(roce.Flow{Src: addrA.Next(), Dst: addrA, SrcPort: roce.Port}, buf)
-		port.input(addrA.Next(), roce.Port, buf, 0)
+		port.input(addrA.Next(), roce.Port, buf, 0, &flowCache{})
 	}
 	inj(roce.UCSendFirst, benchPSN, 1024)
 	// benchPSN+1, the middle packet, is lost.
@@ -150,7 +150,7 @@ func TestWireRCErrorMidMessage(t *testing.T) {
 		}
 		inj := func(op roce.Opcode, psn uint32) {
 			p := &roce.Packet{Opcode: op, PKey: roce.DefaultPKey, DestQPN: f.a.qp.Num(), PSN: psn}
-			f.port.input(f.addrB, roce.Port, f.packet(p, make([]byte, 1024)), 0)
+			f.port.input(f.addrB, roce.Port, f.packet(p, make([]byte, 1024)), 0, &flowCache{})
 		}
 		inj(roce.RCSendFirst, benchPSN)
 		want := verbs.WCRemInvReqErr
@@ -206,7 +206,7 @@ func TestWireDuplicateAcked(t *testing.T) {
 	bport := f.b.ctx.(*devContext).wire
 	inj := func(ack bool) {
 		p := &roce.Packet{Opcode: roce.RCSendOnly, PKey: roce.DefaultPKey, DestQPN: f.a.qp.Num(), PSN: benchPSN, AckReq: ack}
-		f.port.input(f.addrB, roce.Port, f.packet(p, make([]byte, 8)), 0)
+		f.port.input(f.addrB, roce.Port, f.packet(p, make([]byte, 8)), 0, &flowCache{})
 	}
 	inj(true)
 	waitCount(t, "the first ACK", func() uint64 { return bport.rxPkts.Load() }, 1)
@@ -259,7 +259,7 @@ func TestWireUDLossCount(t *testing.T) {
 		buf := make([]byte, roce.Len(p.Opcode, 8))
 		roce.Encode(buf, p, 8)
 		roce.Seal(roce.Flow{Src: src, Dst: addrA, SrcPort: roce.Port}, buf)
-		port.input(src, roce.Port, buf, 0)
+		port.input(src, roce.Port, buf, 0, &flowCache{})
 		if got := port.udLost.Load(); got != c.lost {
 			t.Errorf("after PSN %d: %d lost, want %d", c.psn, got, c.lost)
 		}
@@ -273,9 +273,9 @@ func TestWireEmptyLastPacket(t *testing.T) {
 	if _, err := f.a.qp.PostRecv([]verbs.RecvWR{{ID: 1, SGL: []verbs.SGE{{Addr: f.a.mr.Addr(), Length: 4096, LKey: f.a.mr.LKey()}}}}); err != nil {
 		t.Fatal(err)
 	}
-	f.port.input(f.addrB, roce.Port, f.packet(&roce.Packet{Opcode: roce.RCSendFirst, PKey: roce.DefaultPKey, DestQPN: f.a.qp.Num(), PSN: benchPSN}, make([]byte, 1024)), 0)
+	f.port.input(f.addrB, roce.Port, f.packet(&roce.Packet{Opcode: roce.RCSendFirst, PKey: roce.DefaultPKey, DestQPN: f.a.qp.Num(), PSN: benchPSN}, make([]byte, 1024)), 0, &flowCache{})
 	naks := f.drops()["drop_naked"]
-	f.port.input(f.addrB, roce.Port, f.packet(&roce.Packet{Opcode: roce.RCSendLast, PKey: roce.DefaultPKey, DestQPN: f.a.qp.Num(), PSN: benchPSN + 1}, nil), 0)
+	f.port.input(f.addrB, roce.Port, f.packet(&roce.Packet{Opcode: roce.RCSendLast, PKey: roce.DefaultPKey, DestQPN: f.a.qp.Num(), PSN: benchPSN + 1}, nil), 0, &flowCache{})
 	if f.drops()["drop_naked"] != naks+1 {
 		t.Errorf("an empty SEND_LAST was not NAKed (drops %v)", f.drops())
 	}

@@ -9,7 +9,8 @@
 // checks that a packet is well formed (length, opcode, transport version,
 // pad), Encode writes headers, and ICRC, Seal and CheckICRC compute the
 // trailer over the pseudo IP/UDP header that rdma_rxe and the IBA (Annex
-// A17) define.
+// A17) define. A FlowSum computes the part of that header the packets of
+// one flow share once, for a thread that sends or receives many.
 //
 // The hot path does not allocate: Parse aliases the payload in the buffer it
 // parses, errors are package-level values (test them with errors.Is), and

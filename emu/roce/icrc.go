@@ -108,9 +108,6 @@ func update(r uint32, p []byte) uint32 {
 	return r
 }
 
-// pseudoMax is the longest pseudo header: IPv6, UDP and BTH.
-const pseudoMax = 40 + 8 + bthLen
-
 // ICRC returns the invariant CRC of pkt, a whole UDP payload (BTH to ICRC;
 // the last 4 bytes, the ICRC itself, are not covered), for a packet sent
 // from f.Src:f.SrcPort to f.Dst:Port. The packet travels over IPv4 if both
@@ -125,51 +122,132 @@ const pseudoMax = 40 + 8 + bthLen
 //     label all ones, payload length 8+len(pkt), next header 17, hop limit
 //     0xFF, source, destination;
 //   - the UDP header: f.SrcPort, Port, length 8+len(pkt), checksum 0xFFFF;
-//   - the BTH with its byte 4 (FECN, BECN, reserved) set to 0xFF;
+//   - the BTH with byte 4 (FECN, BECN, reserved bits) set to 0xFF;
 //   - the rest of pkt up to the ICRC.
 //
-// The result is stored little-endian in the last 4 bytes of pkt (see Seal).
-// ICRC does not allocate; it panics if pkt is shorter than 16 bytes. The
-// lengths are 16-bit fields: pkt must fit in a UDP datagram.
+// The ICRC is the complement of the CRC register, stored little-endian.
+// For many packets of one flow, a FlowSum computes the same for less.
 func ICRC(f Flow, pkt []byte) uint32 {
-	var ps [pseudoMax]byte
-	n := len(pkt)
-	var o int
+	s := NewFlowSum(f)
+	return s.ICRC(f.ID, pkt)
+}
+
+// FlowSum is the part of the ICRC that the packets of one flow share: the
+// CRC register after the IP and UDP headers of the pseudo header, computed
+// with the fields that change from packet to packet (the lengths, and the
+// IPv4 identification) set to zero. The CRC is linear, so those fields
+// are added by table lookups, and a packet's ICRC costs little more than
+// its BTH and payload. A FlowSum is a value; copy it freely.
+type FlowSum struct {
+	base uint32 // the register after the IP and UDP headers, variant fields zero
+	v4   bool
+}
+
+// Where the fields that vary from packet to packet sit in the IP and UDP
+// headers of the pseudo header: IPv4's total length, identification and
+// UDP length; IPv6's payload length and UDP length (always equal).
+const (
+	ip4Len   = 20 + 8 // IPv4 and UDP headers
+	ip6Len   = 40 + 8
+	offLen4  = 2
+	offID4   = 4
+	offUDP4  = 20 + 4
+	offLen6  = 4
+	offUDP6  = 40 + 4
+	tabLen4  = 0 // rows of fieldTab4: high and low byte of each field
+	tabID4   = 2
+	tabUDP4  = 4
+	tabBoth6 = 0 // rows of fieldTab6: both lengths of IPv6, one value
+)
+
+// fieldTab4[r][v] is what byte value v, at the place of row r's byte in the
+// IPv4 and UDP headers, adds to the register after them (from a zero
+// register); fieldTab6 likewise for IPv6, each row adding the byte at both
+// length fields.
+var fieldTab4, fieldTab6 = func() (t4 [6][256]uint32, t6 [2][256]uint32) {
+	at := func(n, off, v int) uint32 {
+		var b [ip6Len]byte
+		b[off] = byte(v)
+		return update(0, b[off:n])
+	}
+	for v := range 256 {
+		for i, off := range [3]int{offLen4, offID4, offUDP4} {
+			t4[2*i][v] = at(ip4Len, off, v)
+			t4[2*i+1][v] = at(ip4Len, off+1, v)
+		}
+		t6[0][v] = at(ip6Len, offLen6, v) ^ at(ip6Len, offUDP6, v)
+		t6[1][v] = at(ip6Len, offLen6+1, v) ^ at(ip6Len, offUDP6+1, v)
+	}
+	return t4, t6
+}()
+
+// NewFlowSum returns the FlowSum of f's packets; f.ID does not matter.
+func NewFlowSum(f Flow) FlowSum {
+	var ps [ip6Len]byte
 	if f.is4() {
 		s, d := f.Src.Unmap().As4(), f.Dst.Unmap().As4()
 		ps[0] = 0x45
 		ps[1] = 0xFF
-		binary.BigEndian.PutUint16(ps[2:], uint16(20+8+n))
-		binary.BigEndian.PutUint16(ps[4:], f.ID)
 		ps[6] = 0x40
 		ps[8] = 0xFF
 		ps[9] = 17
 		ps[10], ps[11] = 0xFF, 0xFF
 		copy(ps[12:16], s[:])
 		copy(ps[16:20], d[:])
-		o = 20
-	} else {
-		s, d := f.Src.As16(), f.Dst.As16()
-		binary.BigEndian.PutUint32(ps[0:], 0x6FFFFFFF)
-		binary.BigEndian.PutUint16(ps[4:], uint16(8+n))
-		ps[6] = 17
-		ps[7] = 0xFF
-		copy(ps[8:24], s[:])
-		copy(ps[24:40], d[:])
-		o = 40
+		putUDP(ps[20:28], f.SrcPort)
+		return FlowSum{base: update(seedRegister, ps[:ip4Len]), v4: true}
 	}
-	binary.BigEndian.PutUint16(ps[o:], f.SrcPort)
-	binary.BigEndian.PutUint16(ps[o+2:], Port)
-	binary.BigEndian.PutUint16(ps[o+4:], uint16(8+n))
-	ps[o+6], ps[o+7] = 0xFF, 0xFF
-	o += 8
-	copy(ps[o:o+bthLen], pkt[:bthLen])
-	ps[o+4] = 0xFF
-	o += bthLen
+	s, d := f.Src.As16(), f.Dst.As16()
+	binary.BigEndian.PutUint32(ps[0:], 0x6FFFFFFF)
+	ps[6] = 17
+	ps[7] = 0xFF
+	copy(ps[8:24], s[:])
+	copy(ps[24:40], d[:])
+	putUDP(ps[40:48], f.SrcPort)
+	return FlowSum{base: update(seedRegister, ps[:ip6Len])}
+}
 
-	r := update(seedRegister, ps[:o])
+// putUDP writes the pseudo header's UDP header, length zero.
+func putUDP(b []byte, srcPort uint16) {
+	binary.BigEndian.PutUint16(b[0:], srcPort)
+	binary.BigEndian.PutUint16(b[2:], Port)
+	b[6], b[7] = 0xFF, 0xFF
+}
+
+// ICRC returns the ICRC of pkt (see the function ICRC) sent in s's flow
+// with IPv4 identification id (unused over IPv6). It panics if pkt is
+// shorter than a BTH and an ICRC.
+func (s *FlowSum) ICRC(id uint16, pkt []byte) uint32 {
+	n := len(pkt)
+	_ = pkt[bthLen+icrcLen-1]
+	r := s.base
+	if s.v4 {
+		t := &fieldTab4
+		tl, ul := uint16(ip4Len+n), uint16(8+n)
+		r ^= t[tabLen4][tl>>8] ^ t[tabLen4+1][byte(tl)] ^
+			t[tabID4][id>>8] ^ t[tabID4+1][byte(id)] ^
+			t[tabUDP4][ul>>8] ^ t[tabUDP4+1][byte(ul)]
+	} else {
+		t := &fieldTab6
+		ul := uint16(8 + n)
+		r ^= t[tabBoth6][ul>>8] ^ t[tabBoth6+1][byte(ul)]
+	}
+	// The BTH, its byte 4 taken as 0xFF: one step of eight bytes and
+	// one of four.
+	t := slicing
+	r ^= binary.LittleEndian.Uint32(pkt)
+	r = t[7][byte(r)] ^ t[6][byte(r>>8)] ^ t[5][byte(r>>16)] ^ t[4][r>>24] ^
+		t[3][0xFF] ^ t[2][pkt[5]] ^ t[1][pkt[6]] ^ t[0][pkt[7]]
+	r ^= binary.LittleEndian.Uint32(pkt[8:])
+	r = t[3][byte(r)] ^ t[2][byte(r>>8)] ^ t[1][byte(r>>16)] ^ t[0][r>>24]
 	// The ICRC is the complement of the register.
 	return ^body(r, pkt[bthLen:n-icrcLen])
+}
+
+// Seal writes pkt's ICRC, sent in s's flow with identification id, into
+// its last 4 bytes.
+func (s *FlowSum) Seal(id uint16, pkt []byte) {
+	binary.LittleEndian.PutUint32(pkt[len(pkt)-icrcLen:], s.ICRC(id, pkt))
 }
 
 // Seal computes pkt's ICRC (see ICRC) and writes it, little-endian, into
@@ -199,15 +277,22 @@ func CheckICRC(f Flow, pkt []byte) bool {
 // 2^16 IDs is accepted for one ICRC value, so a corrupted packet passes
 // with probability 2^-16 instead of 2^-32.
 func CheckICRCAnyID(f Flow, pkt []byte) (id uint16, ok bool) {
+	s := NewFlowSum(f)
+	return s.CheckAnyID(f.ID, pkt)
+}
+
+// CheckAnyID is CheckICRCAnyID for a packet of s's flow whose likeliest
+// identification is id.
+func (s *FlowSum) CheckAnyID(id uint16, pkt []byte) (uint16, bool) {
 	if len(pkt) < bthLen+icrcLen {
 		return 0, false
 	}
-	if !f.is4() {
-		return 0, CheckICRC(f, pkt)
+	d := binary.LittleEndian.Uint32(pkt[len(pkt)-icrcLen:]) ^ s.ICRC(id, pkt)
+	if !s.v4 {
+		return 0, d == 0
 	}
-	d := binary.LittleEndian.Uint32(pkt[len(pkt)-icrcLen:]) ^ ICRC(f, pkt)
 	if d == 0 {
-		return f.ID, true
+		return id, true
 	}
 	// Undo the zero bytes that follow the ID in the covered data: the
 	// rest of the IPv4 header (14 bytes), the UDP header (8) and pkt
@@ -222,7 +307,7 @@ func CheckICRCAnyID(f Flow, pkt []byte) (id uint16, ok bool) {
 		d ^= idPivot[top]
 		delta ^= idComb[top]
 	}
-	return f.ID ^ delta, true
+	return id ^ delta, true
 }
 
 // mulmod returns a·b modulo the CRC polynomial, both in the reflected
