@@ -502,11 +502,42 @@ func TestReceiverStartsLate(t *testing.T) {
 	}
 }
 
-// TestOptionEffects: what -m, -o, -I, -l and -e change in the calls to
-// the device: the path MTU of RTR, the read depths of RTR and RTS, the
-// inline flag of the work requests, the length of the post lists, and
-// waits on the completion channel.
+// TestOptionEffects: what -m, -o, -I, -l, -e, -t, -r and --use-srq change
+// in the calls to the device: the path MTU of RTR, the read depths of RTR
+// and RTS, the inline flag of the work requests, the length of the post
+// lists, waits on the completion channel, the most sends and receives
+// outstanding, and where receives are posted.
 func TestOptionEffects(t *testing.T) {
+	t.Run("tx_depth", func(t *testing.T) {
+		for _, depth := range []int{7, 32} {
+			cfg := testConfig(perftest.Bandwidth, perftest.Write)
+			cfg.TxDepth, cfg.CQMod = depth, 1
+			r, _ := runRecorded(t, cfg)
+			if r.maxSendsOut != depth {
+				t.Errorf("-t %d: at most %d work requests outstanding", depth, r.maxSendsOut)
+			}
+		}
+	})
+	t.Run("rx_depth", func(t *testing.T) {
+		for _, depth := range []int{16, 64} {
+			cfg := testConfig(perftest.Bandwidth, perftest.Send)
+			cfg.RxDepth, cfg.CQMod = depth, 1
+			r, _ := runRecorded(t, cfg)
+			if r.maxRecvsOut != depth {
+				t.Errorf("-r %d: at most %d receives outstanding", depth, r.maxRecvsOut)
+			}
+		}
+	})
+	t.Run("use_srq", func(t *testing.T) {
+		for _, srq := range []bool{false, true} {
+			cfg := testConfig(perftest.Bandwidth, perftest.Send)
+			cfg.UseSRQ, cfg.NumQPs = srq, 2
+			r, _ := runRecorded(t, cfg)
+			if srq != (r.srqQPs > 0) || srq != (len(r.recvs) == 0) {
+				t.Errorf("--use-srq %v: %d QPs on an SRQ, %d receive lists posted to QPs", srq, r.srqQPs, len(r.recvs))
+			}
+		}
+	})
 	t.Run("mtu", func(t *testing.T) {
 		cfg := testConfig(perftest.Bandwidth, perftest.Write)
 		cfg.MTU = 256

@@ -25,6 +25,12 @@ type recorder struct {
 	lists  []int          // length of every PostSend list
 	recvs  []int          // length of every PostRecv list
 	waits  int            // completion channel waits
+	// Work requests posted and not yet completed (every completion
+	// polled counts one: with -Q 1, as tests set it, every one is
+	// signalled), and the most there ever were.
+	sendsOut, maxSendsOut int
+	recvsOut, maxRecvsOut int
+	srqQPs                int // QPs created to take receives from an SRQ
 }
 
 // postedWR is what the loops change in a work request from one post to
@@ -116,6 +122,11 @@ func (pd recPD) CreateQP(init verbs.QPInit) (verbs.QP, error) {
 	if err != nil {
 		return nil, err
 	}
+	if init.SRQ != nil {
+		pd.r.mu.Lock()
+		pd.r.srqQPs++
+		pd.r.mu.Unlock()
+	}
 	return &recQP{qp, pd.r}, nil
 }
 
@@ -139,22 +150,37 @@ func (q *recQP) PostSend(wrs []verbs.SendWR) (int, error) {
 		q.r.posted = append(q.r.posted, postedWR{w.Flags&verbs.SendSignaled != 0, w.Flags&verbs.SendInline != 0, w.SGL[0].Addr, w.RemoteAddr})
 	}
 	q.r.lists = append(q.r.lists, len(wrs))
+	q.r.sendsOut += n
+	q.r.maxSendsOut = max(q.r.maxSendsOut, q.r.sendsOut)
 	q.r.mu.Unlock()
 	return n, err
 }
 
 func (q *recQP) PostRecv(wrs []verbs.RecvWR) (int, error) {
+	n, err := q.QP.PostRecv(wrs)
 	q.r.mu.Lock()
 	q.r.recvs = append(q.r.recvs, len(wrs))
+	q.r.recvsOut += n
+	q.r.maxRecvsOut = max(q.r.maxRecvsOut, q.r.recvsOut)
 	q.r.mu.Unlock()
-	return q.QP.PostRecv(wrs)
+	return n, err
 }
 
 func (c *recCQ) Poll(wc []verbs.WC) (int, error) {
 	c.r.mu.Lock()
 	c.r.polls = append(c.r.polls, len(wc))
 	c.r.mu.Unlock()
-	return c.CQ.Poll(wc)
+	n, err := c.CQ.Poll(wc)
+	c.r.mu.Lock()
+	for _, w := range wc[:max(n, 0)] {
+		if w.Opcode >= verbs.WCRecv {
+			c.r.recvsOut--
+		} else {
+			c.r.sendsOut--
+		}
+	}
+	c.r.mu.Unlock()
+	return n, err
 }
 
 // runRecorded runs cfg on a recorded emulator and returns the recording
