@@ -380,47 +380,52 @@ func TestWireRNRMultiPacket(t *testing.T) {
 	}
 }
 
-// TestWireSQD: a WRITE whose packet is lost when the QP enters SQD is
-// sent again in SQD and completes; SQ_DRAINED comes after it, and a WRITE
-// posted in SQD waits for RTS.
+// TestWireSQD: two WRITEs whose packets are lost when the QP enters SQD
+// are sent again in SQD and complete; SQ_DRAINED comes after both, not
+// after the first, and a WRITE posted in SQD waits for RTS.
 func TestWireSQD(t *testing.T) {
 	f := newWireFixture(t, 164)
-	loseFirst := dropFirst()
-	f.b.ctx.(*devContext).wire.faults.Store(&loseFirst)
-	write := func(id uint64) {
-		t.Helper()
-		if _, err := f.b.qp.PostSend([]verbs.SendWR{{ID: id, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
-			SGL:        []verbs.SGE{{Addr: f.b.mr.Addr(), Length: 64, LKey: f.b.mr.LKey()}},
-			RemoteAddr: f.a.mr.Addr(), RKey: f.a.mr.RKey()}}); err != nil {
-			t.Fatal(err)
+	// The first sends of WRITEs 1 and 3 are lost, and the second of
+	// WRITE 3: its ACK comes an ACK timeout after WRITE 1's.
+	n := 0
+	lose := func() int {
+		if n++; n == 1 || n == 2 || n == 4 {
+			return 1
 		}
+		return 0
 	}
-	write(1)
+	f.b.ctx.(*devContext).wire.faults.Store(&lose)
+	wr := func(id uint64) verbs.SendWR {
+		return verbs.SendWR{ID: id, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
+			SGL:        []verbs.SGE{{Addr: f.b.mr.Addr(), Length: 64, LKey: f.b.mr.LKey()}},
+			RemoteAddr: f.a.mr.Addr(), RKey: f.a.mr.RKey()}
+	}
+	if _, err := f.b.qp.PostSend([]verbs.SendWR{wr(1), wr(3)}); err != nil {
+		t.Fatal(err)
+	}
 	if err := f.b.qp.Modify(&verbs.QPAttr{State: verbs.StateSQD, SQDrainNotify: true}, verbs.AttrState|verbs.AttrEnSQDAsyncNotify); err != nil {
 		t.Fatal(err)
 	}
-	write(2)
-	drainedEarly := make(chan bool, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		for {
-			ev, err := f.b.ctx.AsyncEvent(ctx)
-			if err != nil {
-				drainedEarly <- true
-				return
-			}
-			if ev.Type == verbs.EventSQDrained {
-				drainedEarly <- false
-				return
-			}
-		}
-	}()
-	if wc := pollWC(t, f.b.scq); wc.ID != 1 || wc.Status != verbs.WCSuccess {
-		t.Fatalf("in SQD: %d %v, want WRITE 1 complete", wc.ID, wc.Status)
+	if _, err := f.b.qp.PostSend([]verbs.SendWR{wr(2)}); err != nil {
+		t.Fatal(err)
 	}
-	if failed := <-drainedEarly; failed {
-		t.Errorf("no SQ_DRAINED event")
+	// Nothing polls the CQ until SQ_DRAINED: both completions must be
+	// there when it comes.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		ev, err := f.b.ctx.AsyncEvent(ctx)
+		if err != nil {
+			t.Fatalf("no SQ_DRAINED event: %v", err)
+		}
+		if ev.Type == verbs.EventSQDrained {
+			break
+		}
+	}
+	wc := make([]verbs.WC, 4)
+	k, err := f.b.scq.Poll(wc)
+	if err != nil || k != 2 || wc[0].ID != 1 || wc[1].ID != 3 || wc[0].Status != verbs.WCSuccess || wc[1].Status != verbs.WCSuccess {
+		t.Fatalf("at SQ_DRAINED: %d completions %+v (%v), want WRITEs 1 and 3 complete", k, wc[:max(k, 0)], err)
 	}
 	if wcs := pollFor(t, f.b.scq, 100*time.Millisecond); len(wcs) != 0 {
 		t.Errorf("in SQD, WRITE 2 completed: %+v", wcs)
