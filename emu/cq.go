@@ -144,7 +144,7 @@ func (q *cq) Close() error {
 // saw, so that writing a CQE does not read the ring state line, which the
 // consumer keeps writing: a producer in another thread only stores to it.
 func (h *host) postCQE(v *cqView, e *pvrdma.CQE, solicited bool) bool {
-	return h.postCQEIf(v, e, solicited, nil, 0)
+	return h.postCQEIf(v, e, solicited, nil, 0) == cqePosted
 }
 
 // postRecvCQE posts a receive-side completion for the destination r, unless
@@ -152,18 +152,33 @@ func (h *host) postCQE(v *cqView, e *pvrdma.CQE, solicited bool) bool {
 // under the CQ's lock, which the owner's purge of the CQ also takes after
 // changing the generation: a delivery that took its receive WQE before a
 // reset either completes before the purge, which removes it, or finds the
-// new generation and leaves nothing behind.
-func (h *host) postRecvCQE(r *remote, e *pvrdma.CQE, solicited bool) bool {
-	return h.postCQEIf(&r.cq, e, solicited, &r.ctx.gen, r.gen)
+// new generation and leaves nothing behind. It reports whether the CQ
+// had no room for the completion (the CQ has then raised CQ_ERR).
+func (h *host) postRecvCQE(r *remote, e *pvrdma.CQE, solicited bool) (overflow bool) {
+	return h.postCQEIf(&r.cq, e, solicited, &r.ctx.gen, r.gen) == cqeFull
 }
 
-func (h *host) postCQEIf(v *cqView, e *pvrdma.CQE, solicited bool, gen *uint32, want uint32) bool {
+// What became of a completion.
+type cqeResult uint8
+
+const (
+	cqePosted cqeResult = iota
+	cqeStale            // its QP was reset or destroyed: dropped
+	cqeFull             // the CQ had no room: lost, CQ_ERR raised once
+)
+
+// full tells, without the CQ's lock, that the CQ may have no room: the
+// device's copies of its indices say so (the consumer may have freed
+// room since; postCQEIf looks again under the lock).
+func (v *cqView) full() bool { return v.ring.Full(load(&v.ctx.tail), load(&v.ctx.head)) }
+
+func (h *host) postCQEIf(v *cqView, e *pvrdma.CQE, solicited bool, gen *uint32, want uint32) cqeResult {
 	ctx := v.ctx
 	l := spinLock{&ctx.lock}
 	l.lock(h)
 	if gen != nil && load(gen) != want {
 		l.unlock()
-		return false
+		return cqeStale
 	}
 	tail := ctx.tail
 	if v.ring.Full(tail, ctx.head) {
@@ -175,7 +190,7 @@ func (h *host) postCQEIf(v *cqView, e *pvrdma.CQE, solicited bool, gen *uint32, 
 		if first {
 			h.raiseEvent(v.p, ctx.ctx, verbs.EventCQErr, objCQ, v.idx, load(&ctx.gen))
 		}
-		return false
+		return cqeFull
 	}
 	off := v.ring.Slot(tail) * pvrdma.CQESize
 	e.Encode(v.cqes[off : off+pvrdma.CQESize])
@@ -188,7 +203,7 @@ func (h *host) postCQEIf(v *cqView, e *pvrdma.CQE, solicited bool, gen *uint32, 
 			h.notify(v)
 		}
 	}
-	return true
+	return cqePosted
 }
 
 // notify queues a completion event on the CQ's channel.

@@ -585,10 +585,18 @@ func (q *qp) execConnected(w pvrdma.SendWQE, op pvrdma.Opcode, length uint64, da
 // responderError puts the destination QP in the error state, as a
 // responder does after a fatal request error, and tells its owner.
 func (q *qp) responderError(r *remote, ev verbs.EventType) {
+	if failDest(r) {
+		q.c.h.raiseEvent(r.p, r.ctx.ctx, ev, objQP, r.idx, r.gen)
+	}
+}
+
+// failDest puts the destination QP in the error state and has its owner
+// flush it; false if it was in the error or reset state already.
+func failDest(r *remote) bool {
 	for {
 		s := load(&r.ctx.state)
 		if s == uint32(verbs.StateErr) || s == uint32(verbs.StateReset) {
-			return
+			return false
 		}
 		if atomic.CompareAndSwapUint32(&r.ctx.state, s, uint32(verbs.StateErr)) {
 			break
@@ -596,7 +604,20 @@ func (q *qp) responderError(r *remote, ev verbs.EventType) {
 	}
 	store(&r.ctx.flush, 1)
 	atomic.AddUint32(&r.p.tab.hdr.attention, 1)
-	q.c.h.raiseEvent(r.p, r.ctx.ctx, ev, objQP, r.idx, r.gen)
+	return true
+}
+
+// recvCQFull handles a destination whose receive CQ had no room for the
+// completion of a message it took (rdma_rxe's class G): the responder QP
+// fails, with no event of its own (the CQ raised CQ_ERR), and the message
+// is lost. An RC requester hears nothing, retries, and fails with
+// RETRY_EXC_ERR once its retries are spent.
+func (q *qp) recvCQFull(r *remote) result {
+	failDest(r)
+	if q.typ == verbs.RC {
+		return resultLost()
+	}
+	return ok(0)
 }
 
 // reqError is the requester's view of a responder error on RC (the
@@ -714,7 +735,9 @@ func (q *qp) deliver(r *remote, w pvrdma.SendWQE, op pvrdma.Opcode, length uint6
 		q.copyOut(written, data, w.NumSGE())
 		e.Opcode = pvrdma.WCOpRecvRDMAWithImm
 		e.ByteLen = uint32(length)
-		h.postRecvCQE(r, &e, solicited)
+		if h.postRecvCQE(r, &e, solicited) {
+			return q.recvCQFull(r)
+		}
 		q.prefetchRecv(r)
 		return ok(uint32(length))
 	}
@@ -763,7 +786,9 @@ func (q *qp) deliver(r *remote, w pvrdma.SendWQE, op pvrdma.Opcode, length uint6
 		e.Flags |= pvrdma.WCFlagGRH
 		e.NetworkHdrType = q.netType(w.AV().GIDIndex)
 	}
-	h.postRecvCQE(r, &e, solicited)
+	if h.postRecvCQE(r, &e, solicited) {
+		return q.recvCQFull(r)
+	}
 	q.prefetchRecv(r)
 	return ok(uint32(length))
 }

@@ -117,7 +117,7 @@ func (q *qp) fastExec(w []byte) (uint32, bool) {
 // the receive completion. It returns false, having changed nothing, in any
 // other case.
 func (q *qp) fastDeliver(r *remote, w []byte, op pvrdma.Opcode, flags uint32, src []byte) bool {
-	if r.srq != nil {
+	if r.srq != nil || r.cq.full() {
 		return false
 	}
 	h := q.c.h
@@ -163,7 +163,13 @@ func (q *qp) fastDeliver(r *remote, w []byte, op pvrdma.Opcode, flags uint32, sr
 		e.Imm = binary.BigEndian.Uint32(w[24:])
 		e.Flags = pvrdma.WCFlagWithImm
 	}
-	h.postRecvCQE(r, &e, flags&pvrdma.FlagSolicited != 0)
+	if h.postRecvCQE(r, &e, flags&pvrdma.FlagSolicited != 0) {
+		// Another QP's completion filled the CQ since the check above:
+		// the responder fails as in recvCQFull, but this WQE, past
+		// the point of return, completes as sent.
+		failDest(r)
+		return true
+	}
 	q.prefetchRecv(r)
 	return true
 }

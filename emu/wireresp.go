@@ -240,9 +240,22 @@ func (q *qp) recvSend(p *roce.Packet, hd roce.Hdr) {
 			e.Flags |= pvrdma.WCFlagWithImm
 		}
 		wq.inMsg, wq.inRecv = false, false
-		q.c.h.postRecvCQE(&wq.self, e, p.SE)
+		if q.c.h.postRecvCQE(&wq.self, e, p.SE) {
+			q.recvCQFullWire()
+			return
+		}
 	}
 	q.advance(p, last)
+}
+
+// recvCQFullWire handles a receive CQ without room for the completion of
+// the message just received, as rdma_rxe does (class G): the QP fails with
+// no event of its own (the CQ raised CQ_ERR) and the packet is not
+// acknowledged; the requester retries into a QP in error and gives up.
+func (q *qp) recvCQFullWire() {
+	if q.selfView() {
+		failDest(&q.wq.self)
+	}
 }
 
 // recvWQE gives the receive WQE for a message that begins: the one a UC
@@ -356,8 +369,11 @@ func (q *qp) recvWrite(p *roce.Packet, hd roce.Hdr) {
 			e.ByteLen = wq.inWrLen
 			e.Imm = p.Imm
 			e.Flags |= pvrdma.WCFlagWithImm
-			q.c.h.postRecvCQE(&wq.self, e, p.SE)
 			wq.inRecv = false
+			if q.c.h.postRecvCQE(&wq.self, e, p.SE) {
+				q.recvCQFullWire()
+				return
+			}
 		}
 	}
 	q.advance(p, last)
@@ -598,7 +614,9 @@ func (q *qp) udInput(src netip.Addr, p *roce.Packet) {
 	default:
 		e.NetworkHdrType = pvrdma.NetworkIPv6
 	}
-	q.c.h.postRecvCQE(&wq.self, e, p.SE)
+	if q.c.h.postRecvCQE(&wq.self, e, p.SE) {
+		q.recvCQFullWire()
+	}
 }
 
 // udCount counts the datagrams lost on the way: gaps in the PSNs of one

@@ -1,0 +1,96 @@
+//go:build linux
+
+package emu
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/pvperf/pvperf/verbs"
+)
+
+// TestRecvCQOverflow: a SEND whose receive completion finds the
+// responder's receive CQ full fails the responder QP, with no event of
+// its own (the CQ raises CQ_ERR), and the requester, unanswered, fails
+// with RETRY_EXC_ERR: rdma_rxe's class G error, over memory copy and on
+// the wire.
+func TestRecvCQOverflow(t *testing.T) {
+	for _, transport := range []string{"memory", TransportRoCE} {
+		t.Run(transport, func(t *testing.T) {
+			var x, y *endpoint
+			if transport == "memory" {
+				ctx := openBench(t)
+				t.Cleanup(func() { ctx.Close() })
+				x, y = newEndpoint(t, ctx, 1<<16), newEndpoint(t, ctx, 1<<16)
+				t.Cleanup(x.close)
+				t.Cleanup(y.close)
+				if err := y.connect(x.info()); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				f := newWireFixture(t, 170)
+				x, y = f.b, f.a
+			}
+			// The requester's ACK timeout: 4.096 µs << 8, about 1 ms.
+			if err := x.qp.Modify(&verbs.QPAttr{State: verbs.StateReset}, verbs.AttrState); err != nil {
+				t.Fatal(err)
+			}
+			if err := x.connectWith(y.info(), 8, 7); err != nil {
+				t.Fatal(err)
+			}
+			recv := []verbs.RecvWR{{SGL: []verbs.SGE{{Addr: y.mr.Addr(), Length: 64, LKey: y.mr.LKey()}}}}
+			send := []verbs.SendWR{{Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
+				SGL: []verbs.SGE{{Addr: x.mr.Addr(), Length: 8, LKey: x.mr.LKey()}}}}
+			sent := 0
+			var last verbs.WC
+			for range 1000 {
+				if _, err := y.qp.PostRecv(recv); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := x.qp.PostSend(send); err != nil {
+					t.Fatal(err)
+				}
+				if last = pollWC(t, x.scq); last.Status != verbs.WCSuccess {
+					break
+				}
+				sent++
+			}
+			if last.Status != verbs.WCRetryExcErr {
+				t.Fatalf("after %d SENDs completed: %v, want RETRY_EXC_ERR", sent, last.Status)
+			}
+			if a, err := y.qp.Query(); err != nil || a.State != verbs.StateErr {
+				t.Errorf("responder QP: %v (%v), want ERR", a.State, err)
+			}
+			wc := make([]verbs.WC, 64)
+			got := 0
+			for {
+				n, err := y.rcq.Poll(wc)
+				if err != nil || n == 0 {
+					break
+				}
+				for _, w := range wc[:n] {
+					if w.Status == verbs.WCSuccess {
+						got++
+					}
+				}
+			}
+			if got != sent {
+				t.Errorf("%d SENDs acknowledged, %d received", sent, got)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			var events []verbs.EventType
+			for {
+				ev, err := y.ctx.AsyncEvent(ctx)
+				if err != nil {
+					break
+				}
+				events = append(events, ev.Type)
+			}
+			if len(events) != 1 || events[0] != verbs.EventCQErr {
+				t.Errorf("responder's events %v, want one CQ_ERR", events)
+			}
+		})
+	}
+}
