@@ -510,7 +510,8 @@ func TestWire(t *testing.T) {
 
 	// The 64 KiB write_bw figures: rxe against itself (loopback), emu0's
 	// client against perftest's server on rxe, perftest's client against
-	// emu0's server, in interleaved rounds; medians.
+	// emu0's server, and emu0 against emu0 across both veth pairs (the
+	// emulator with no rxe in the path), in interleaved rounds; medians.
 	fig := []string{"write_bw", "-s", "65536", "-n", wireFigIters}
 	figs := map[string][]float64{}
 	pairs := []struct {
@@ -527,6 +528,14 @@ func TestWire(t *testing.T) {
 		{"pvperf_server", func() wirePair {
 			return wirePair{server: emuEnd(fig[0], fig[1:]...), client: rxeEnd(fig[0], fig[1:]...), serverAddr: *wirePeer, serverRow: true}
 		}},
+	}
+	if *wireNS2 != "" {
+		pairs = append(pairs, struct {
+			name string
+			pair func() wirePair
+		}{"emu_pair", func() wirePair {
+			return wirePair{server: emuEnd2(fig[0], fig[1:]...), client: emuEnd(fig[0], fig[1:]...), serverAddr: *wirePeer2, serverRow: true}
+		}})
 	}
 	for round := range wireFigRounds {
 		for _, pc := range pairs {
@@ -571,10 +580,12 @@ func TestWire(t *testing.T) {
 	t.Logf("write_bw -s 65536 -n %s, BW average [MB/sec, 2^20 bytes], median of %d interleaved rounds (each round's in brackets; reported, not judged; TCG: only ratios mean anything):\n"+
 		"  rxe<->rxe loopback (%s)                  %s  [%s]\n"+
 		"  emu0 client -> perftest server on %s     %s  (x%s of rxe)  [%s]\n"+
-		"  perftest client on %s -> emu0 server     %s  (x%s of rxe)  [%s]",
+		"  perftest client on %s -> emu0 server     %s  (x%s of rxe)  [%s]\n"+
+		"  emu0 client -> emu0 server (%s)   %s  (x%s of rxe)  [%s]",
 		wireFigIters, wireFigRounds, *wireDevice, med("rxe_loopback"), each("rxe_loopback"),
 		*wireDevice, med("perftest_server"), ratio("perftest_server"), each("perftest_server"),
-		*wireDevice, med("pvperf_server"), ratio("pvperf_server"), each("pvperf_server"))
+		*wireDevice, med("pvperf_server"), ratio("pvperf_server"), each("pvperf_server"),
+		*wireNS2, med("emu_pair"), ratio("emu_pair"), each("emu_pair"))
 }
 
 // wireNet checks the network of the wire checks: the addresses on both
