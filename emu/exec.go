@@ -409,7 +409,11 @@ func (q *qp) complete(w pvrdma.SendWQE, r result) bool {
 	if int(op) < len(wcOpcode) {
 		wcop = wcOpcode[op]
 	}
-	e := pvrdma.CQE{WRID: w.WRID(), QP: uint64(q.handle), Opcode: wcop, Status: uint32(r.status), ByteLen: r.byteLen}
+	// Field by field: a composite literal is built in a temporary and
+	// copied with wide loads that cannot take their data from the narrow
+	// stores just made (a store-forwarding stall on every completion).
+	var e pvrdma.CQE
+	e.WRID, e.QP, e.Opcode, e.Status, e.ByteLen = w.WRID(), uint64(q.handle), wcop, uint32(r.status), r.byteLen
 	return q.c.h.postCQE(&q.scq.view, &e, false)
 }
 
@@ -725,7 +729,8 @@ func (q *qp) deliver(r *remote, w pvrdma.SendWQE, op pvrdma.Opcode, length uint6
 	if limitHit {
 		h.raiseEvent(r.p, r.srq.ctx, verbs.EventSRQLimitReached, objSRQ, r.srq.handle-1, load(&r.srq.gen))
 	}
-	e := pvrdma.CQE{WRID: rw.WRID(), QP: uint64(r.ctx.handle), Opcode: pvrdma.WCOpRecv, SrcQP: q.qpn, Port: 1}
+	var e pvrdma.CQE // field by field: see complete
+	e.WRID, e.QP, e.Opcode, e.SrcQP, e.Port = rw.WRID(), uint64(r.ctx.handle), pvrdma.WCOpRecv, q.qpn, 1
 	if op == pvrdma.OpSendWithImm || op == pvrdma.OpRDMAWriteWithImm {
 		e.Imm = w.Imm()
 		e.Flags |= pvrdma.WCFlagWithImm

@@ -158,7 +158,8 @@ func (q *qp) fastDeliver(r *remote, w []byte, op pvrdma.Opcode, flags uint32, sr
 	r.rq.SetConsumer(r.rq.Next(head))
 	r.rqLock.unlock()
 	copy(dst, src)
-	e := pvrdma.CQE{WRID: wrid, QP: uint64(r.ctx.handle), Opcode: pvrdma.WCOpRecv, SrcQP: q.qpn, Port: 1, ByteLen: uint32(len(src))}
+	var e pvrdma.CQE // field by field: see complete
+	e.WRID, e.QP, e.Opcode, e.SrcQP, e.Port, e.ByteLen = wrid, uint64(r.ctx.handle), pvrdma.WCOpRecv, q.qpn, 1, uint32(len(src))
 	if op == pvrdma.OpSendWithImm {
 		e.Imm = binary.BigEndian.Uint32(w[24:])
 		e.Flags = pvrdma.WCFlagWithImm

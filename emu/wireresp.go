@@ -195,7 +195,7 @@ func (q *qp) takeRecvWire() (bool, bool) {
 		q.c.h.raiseEvent(r.p, r.srq.ctx, verbs.EventSRQLimitReached, objSRQ, r.srq.handle-1, load(&r.srq.gen))
 	}
 	wq.inSC = scatter{p: r.p, pd: r.ctx.pd, rw: rw, nsge: nsge, mr: &r.rmr}
-	wq.inCQE = pvrdma.CQE{WRID: rw.WRID(), QP: uint64(q.handle), Opcode: pvrdma.WCOpRecv, SrcQP: q.sh.destQPN, Port: 1}
+	setRecv(&wq.inCQE, rw.WRID(), q.handle, q.sh.destQPN)
 	return true, okw
 }
 
@@ -258,6 +258,14 @@ func (q *qp) recvCQFullWire() {
 	}
 }
 
+// setRecv makes e the successful receive completion of WQE wrid on QP
+// handle from QP srcQP, every other field zero; field by field (see
+// complete).
+func setRecv(e *pvrdma.CQE, wrid uint64, handle, srcQP uint32) {
+	*e = pvrdma.CQE{}
+	e.WRID, e.QP, e.Opcode, e.SrcQP, e.Port = wrid, uint64(handle), pvrdma.WCOpRecv, srcQP, 1
+}
+
 // recvWQE gives the receive WQE for a message that begins: the one a UC
 // message lost on the way had taken, used again (rxe's class D1), or the
 // next posted.
@@ -268,7 +276,7 @@ func (q *qp) recvWQE() (got, okw bool) {
 	}
 	sc := &wq.inSC
 	*sc = scatter{p: sc.p, pd: sc.pd, rw: sc.rw, nsge: sc.nsge, mr: sc.mr}
-	wq.inCQE = pvrdma.CQE{WRID: sc.rw.WRID(), QP: uint64(q.handle), Opcode: pvrdma.WCOpRecv, SrcQP: q.sh.destQPN, Port: 1}
+	setRecv(&wq.inCQE, sc.rw.WRID(), q.handle, q.sh.destQPN)
 	return true, true
 }
 
