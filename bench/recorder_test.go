@@ -25,9 +25,11 @@ type recorder struct {
 	lists  []int          // length of every PostSend list
 	recvs  []int          // length of every PostRecv list
 	waits  int            // completion channel waits
-	// Work requests posted and not yet completed (every completion
-	// polled counts one: with -Q 1, as tests set it, every one is
-	// signalled), and the most there ever were.
+	// Work requests posted to QPs and not yet completed (every
+	// completion polled counts one: with -Q 1, as tests set it, every
+	// one is signalled), and the most there ever were. Receives posted
+	// to an SRQ are not seen, so with --use-srq the receive counts mean
+	// nothing.
 	sendsOut, maxSendsOut int
 	recvsOut, maxRecvsOut int
 	srqQPs                int // QPs created to take receives from an SRQ

@@ -458,7 +458,7 @@ func (w *writePinger) run(n int, initiator bool) {
 }
 
 // The bare baseline of the ping-pongs. On this 2-vCPU machine the bare
-// half round trip is bimodal, about 30 ns or about 150 ns, and changes
+// half round trip is bimodal, about 25-30 ns or about 160 ns, and changes
 // from one moment to the next: it depends on where the hypervisor runs the
 // two vCPUs at the time (and on what else runs on the host). A baseline
 // taken once before and once after the emulator's run may see one mode

@@ -115,7 +115,8 @@ func (q *qp) fastExec(w []byte) (uint32, bool) {
 // fastDeliver delivers a SEND into the next receive WQE of a destination
 // without SRQ, when that WQE has one SGE that holds the message, and posts
 // the receive completion. It returns false, having changed nothing, in any
-// other case.
+// other case; or, when the completion found the CQ full after all, having
+// put the destination in error, which the general path then sees.
 func (q *qp) fastDeliver(r *remote, w []byte, op pvrdma.Opcode, flags uint32, src []byte) bool {
 	if r.srq != nil || r.cq.full() {
 		return false
@@ -166,10 +167,12 @@ func (q *qp) fastDeliver(r *remote, w []byte, op pvrdma.Opcode, flags uint32, sr
 	}
 	if h.postRecvCQE(r, &e, flags&pvrdma.FlagSolicited != 0) {
 		// Another QP's completion filled the CQ since the check above:
-		// the responder fails as in recvCQFull, but this WQE, past
-		// the point of return, completes as sent.
+		// the responder fails as in recvCQFull. The general path then
+		// runs this WQE again, finds the destination in error and
+		// treats the request as lost (retries, then RETRY_EXC_ERR), as
+		// if the fast path had not begun.
 		failDest(r)
-		return true
+		return false
 	}
 	q.prefetchRecv(r)
 	return true

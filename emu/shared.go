@@ -111,8 +111,8 @@ type cqCtx struct {
 	overflow uint32 // atomic
 	ctx      uint32
 	handle   uint32
-	tail     uint32 // the device's copy of prod_tail (under lock)
-	head     uint32 // cons_head as last read: the consumer only moves it forward (under lock)
+	tail     uint32 // the device's copy of prod_tail (written under lock; cqView.full reads it without)
+	head     uint32 // cons_head as last read: the consumer only moves it forward (likewise)
 	_        [76]byte
 }
 

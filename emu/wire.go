@@ -269,9 +269,12 @@ type txBatch struct {
 	sums  flowCache
 }
 
-// flowCache holds the ICRC part of the last flow a thread sent or received
-// packets in (see roce.FlowSum): a thread's packets mostly go to, or come
-// from, one peer at a time.
+// flowCache holds the ICRC part of the last flow packets were sent or
+// received in (see roce.FlowSum): one per send batch (a QP's requests, a
+// QP's responses), per UDP socket and per TCP link, each used by one
+// thread at a time (under the QP's send or responder lock, the receiver's
+// lock, the link's reader); their packets mostly go to, or come from, one
+// peer.
 type flowCache struct {
 	src, dst netip.Addr
 	srcPort  uint16
