@@ -596,12 +596,14 @@ func TestOptionEffects(t *testing.T) {
 		}
 	})
 	t.Run("events", func(t *testing.T) {
+		// send_bw: the client waits for send completions, the server
+		// for receive completions.
 		for _, events := range []bool{false, true} {
 			cfg := testConfig(perftest.Bandwidth, perftest.Send)
 			cfg.Events = events
 			r, _ := runRecorded(t, cfg)
-			if (r.waits > 0) != events {
-				t.Errorf("-e %v: %d waits on the completion channel", events, r.waits)
+			if (r.sendWaits > 0) != events || (r.recvWaits > 0) != events {
+				t.Errorf("-e %v: %d waits on send CQs' channels, %d on receive CQs'", events, r.sendWaits, r.recvWaits)
 			}
 		}
 	})

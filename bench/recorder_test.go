@@ -25,6 +25,8 @@ type recorder struct {
 	lists  []int          // length of every PostSend list
 	recvs  []int          // length of every PostRecv list
 	waits  int            // completion channel waits
+	// Waits on the channels of send CQs and of receive CQs.
+	sendWaits, recvWaits int
 	// Work requests posted to QPs and not yet completed (every
 	// completion polled counts one: with -Q 1, as tests set it, every
 	// one is signalled), and the most there ever were. Receives posted
@@ -63,7 +65,8 @@ type recPD struct {
 }
 type recCQ struct {
 	verbs.CQ
-	r *recorder
+	r  *recorder
+	ch *recChannel // its completion channel, if any
 }
 
 func (d recDevice) Open() (verbs.Context, error) {
@@ -77,11 +80,12 @@ func (c recContext) AllocPD() (verbs.PD, error) {
 }
 
 func (c recContext) CreateCQ(init verbs.CQInit) (verbs.CQ, error) {
-	if ch, ok := init.Channel.(*recChannel); ok {
+	ch, ok := init.Channel.(*recChannel)
+	if ok {
 		init.Channel = ch.CompChannel
 	}
 	cq, err := c.Context.CreateCQ(init)
-	return &recCQ{cq, c.r}, err
+	return &recCQ{cq, c.r, ch}, err
 }
 
 func (c recContext) CreateCompChannel() (verbs.CompChannel, error) {
@@ -89,17 +93,24 @@ func (c recContext) CreateCompChannel() (verbs.CompChannel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &recChannel{ch, c.r}, nil
+	return &recChannel{CompChannel: ch, r: c.r}, nil
 }
 
 type recChannel struct {
 	verbs.CompChannel
-	r *recorder
+	r          *recorder
+	send, recv bool // the channel of a QP's send CQ, of its receive CQ (under r.mu)
 }
 
 func (ch *recChannel) Wait(ctx context.Context) (verbs.CQ, error) {
 	ch.r.mu.Lock()
 	ch.r.waits++
+	if ch.send {
+		ch.r.sendWaits++
+	}
+	if ch.recv {
+		ch.r.recvWaits++
+	}
 	ch.r.mu.Unlock()
 	return ch.CompChannel.Wait(ctx)
 }
@@ -112,14 +123,23 @@ func (pd recPD) RegMR(b []byte, access verbs.Access) (verbs.MR, error) {
 	return pd.PD.RegMR(b, access)
 }
 
-// CreateQP hands the device its own CQs.
+// CreateQP hands the device its own CQs, and notes which channels serve
+// send and receive CQs.
 func (pd recPD) CreateQP(init verbs.QPInit) (verbs.QP, error) {
+	pd.r.mu.Lock()
 	if c, ok := init.SendCQ.(*recCQ); ok {
 		init.SendCQ = c.CQ
+		if c.ch != nil {
+			c.ch.send = true
+		}
 	}
 	if c, ok := init.RecvCQ.(*recCQ); ok {
 		init.RecvCQ = c.CQ
+		if c.ch != nil {
+			c.ch.recv = true
+		}
 	}
+	pd.r.mu.Unlock()
 	qp, err := pd.PD.CreateQP(init)
 	if err != nil {
 		return nil, err
