@@ -94,3 +94,98 @@ func TestRecvCQOverflow(t *testing.T) {
 		})
 	}
 }
+
+// TestRecvCQOverflowShared: two requesters, in two threads, send to two
+// responders that share one receive CQ until it overflows. Whatever the
+// interleaving (a delivery may find the CQ full after another QP's
+// completion took the last slot), every SEND acknowledged has its receive
+// completion in the CQ, and both requesters end with RETRY_EXC_ERR.
+func TestRecvCQOverflowShared(t *testing.T) {
+	ctx := openBench(t)
+	t.Cleanup(func() { ctx.Close() })
+	var x, y [2]*endpoint
+	for i := range 2 {
+		x[i], y[i] = newEndpoint(t, ctx, 1<<16), newEndpoint(t, ctx, 1<<16)
+		t.Cleanup(x[i].close)
+		t.Cleanup(y[i].close)
+	}
+	// y[1] takes its receives' completions on y[0]'s receive CQ.
+	if err := y[1].qp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	qp, err := y[1].pd.CreateQP(verbs.QPInit{Type: verbs.RC, SendCQ: y[1].scq, RecvCQ: y[0].rcq,
+		Cap: verbs.QPCap{MaxSendWR: 128, MaxRecvWR: 128, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y[1].qp = qp
+	for i := range 2 {
+		if err := y[i].connect(x[i].info()); err != nil {
+			t.Fatal(err)
+		}
+		if err := x[i].connectWith(y[i].info(), 8, 7); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type outcome struct {
+		sent int
+		last verbs.WCStatus
+		err  error
+	}
+	done := make(chan outcome, 2)
+	for i := range 2 {
+		go func(x, y *endpoint) {
+			recv := []verbs.RecvWR{{SGL: []verbs.SGE{{Addr: y.mr.Addr(), Length: 64, LKey: y.mr.LKey()}}}}
+			send := []verbs.SendWR{{Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
+				SGL: []verbs.SGE{{Addr: x.mr.Addr(), Length: 8, LKey: x.mr.LKey()}}}}
+			wc := make([]verbs.WC, 1)
+			var o outcome
+			for range 1000 {
+				if _, o.err = y.qp.PostRecv(recv); o.err != nil {
+					break
+				}
+				if _, o.err = x.qp.PostSend(send); o.err != nil {
+					break
+				}
+				deadline := time.Now().Add(5 * time.Second)
+				n := 0
+				for n == 0 && o.err == nil && time.Now().Before(deadline) {
+					n, o.err = x.scq.Poll(wc)
+				}
+				if n == 0 || o.err != nil {
+					o.last = verbs.WCGeneralErr
+					break
+				}
+				if o.last = wc[0].Status; o.last != verbs.WCSuccess {
+					break
+				}
+				o.sent++
+			}
+			done <- o
+		}(x[i], y[i])
+	}
+	sent := 0
+	for range 2 {
+		o := <-done
+		if o.err != nil || o.last != verbs.WCRetryExcErr {
+			t.Errorf("a requester ended with %v (%v) after %d SENDs, want RETRY_EXC_ERR", o.last, o.err, o.sent)
+		}
+		sent += o.sent
+	}
+	got := 0
+	wc := make([]verbs.WC, 64)
+	for {
+		n, err := y[0].rcq.Poll(wc)
+		if err != nil || n == 0 {
+			break
+		}
+		for _, w := range wc[:n] {
+			if w.Status == verbs.WCSuccess {
+				got++
+			}
+		}
+	}
+	if got != sent {
+		t.Errorf("%d SENDs acknowledged, %d receive completions", sent, got)
+	}
+}
