@@ -479,14 +479,22 @@ func TestReceiverStartsLate(t *testing.T) {
 	dev := device(t, emu.ProfileUnrestricted, 2)
 	const size, n = 65536, 100
 	// What the machine can copy, measured here: a bound no receiver can
-	// beat, whatever the load.
+	// beat. The best of measurements before, between and after the
+	// runs, since one of them may fall in a moment when the machine is
+	// busy; and a margin of ten, since a late receiver that times from
+	// its first poll reports orders of magnitude too much.
 	src, dst := make([]byte, size*n), make([]byte, size*n)
 	copy(dst, src) // the pages, faulted in
-	start := time.Now()
-	for range 5 {
-		copy(dst, src)
+	copyMiBps := 0.0
+	measure := func() {
+		start := time.Now()
+		for range 5 {
+			copy(dst, src)
+		}
+		copyMiBps = max(copyMiBps, float64(5*size*n)/time.Since(start).Seconds()/(1<<20))
 	}
-	copyMiBps := float64(5*size*n) / time.Since(start).Seconds() / (1 << 20)
+	measure()
+	worst, worstRun := 0.0, 0
 	for i := range 20 {
 		c := testConfig(perftest.Bandwidth, perftest.Send)
 		c.Iters, c.Reversed = n, true
@@ -495,10 +503,14 @@ func TestReceiverStartsLate(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range run.Results {
-			if r.BW != nil && float64(r.BW.AverageMiBps) > 4*copyMiBps {
-				t.Fatalf("run %d: the receiver reports %.0f MiB/s; copying runs at %.0f MiB/s", i, float64(r.BW.AverageMiBps), copyMiBps)
+			if r.BW != nil && float64(r.BW.AverageMiBps) > worst {
+				worst, worstRun = float64(r.BW.AverageMiBps), i
 			}
 		}
+		measure()
+	}
+	if worst > 10*copyMiBps {
+		t.Fatalf("run %d: the receiver reports %.0f MiB/s; copying runs at %.0f MiB/s at best", worstRun, worst, copyMiBps)
 	}
 }
 

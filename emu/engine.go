@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pvperf/pvperf/verbs"
 )
 
 // engine is the part of the device that acts on its own: it retries
@@ -161,7 +163,9 @@ func (h *host) housekeeping() {
 			continue
 		}
 		q.LockSend()
-		if atomic.CompareAndSwapUint32(&q.sh.flush, 1, 0) {
+		// A QP being reset is left to the reset, which empties its
+		// rings (SetState(RESET) takes the send lock, held here).
+		if atomic.CompareAndSwapUint32(&q.sh.flush, 1, 0) && q.state() != verbs.StateReset {
 			q.QP.SetState(q.state())
 			q.flushAll()
 		}
