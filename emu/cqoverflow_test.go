@@ -62,20 +62,7 @@ func TestRecvCQOverflow(t *testing.T) {
 			if a, err := y.qp.Query(); err != nil || a.State != verbs.StateErr {
 				t.Errorf("responder QP: %v (%v), want ERR", a.State, err)
 			}
-			wc := make([]verbs.WC, 64)
-			got := 0
-			for {
-				n, err := y.rcq.Poll(wc)
-				if err != nil || n == 0 {
-					break
-				}
-				for _, w := range wc[:n] {
-					if w.Status == verbs.WCSuccess {
-						got++
-					}
-				}
-			}
-			if got != sent {
+			if got := successes(y.rcq); got != sent {
 				t.Errorf("%d SENDs acknowledged, %d received", sent, got)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -172,20 +159,25 @@ func TestRecvCQOverflowShared(t *testing.T) {
 		}
 		sent += o.sent
 	}
+	if got := successes(y[0].rcq); got != sent {
+		t.Errorf("%d SENDs acknowledged, %d receive completions", sent, got)
+	}
+}
+
+// successes polls cq empty and returns how many of its completions
+// succeeded.
+func successes(cq verbs.CQ) int {
 	got := 0
 	wc := make([]verbs.WC, 64)
 	for {
-		n, err := y[0].rcq.Poll(wc)
+		n, err := cq.Poll(wc)
 		if err != nil || n == 0 {
-			break
+			return got
 		}
 		for _, w := range wc[:n] {
 			if w.Status == verbs.WCSuccess {
 				got++
 			}
 		}
-	}
-	if got != sent {
-		t.Errorf("%d SENDs acknowledged, %d receive completions", sent, got)
 	}
 }
