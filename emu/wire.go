@@ -114,6 +114,7 @@ type wirePort struct {
 	gso            atomic.Bool       // UDP segmentation offload works
 	gro            bool              // the kernel coalesces received datagrams
 	rxPkts, txPkts atomic.Uint64
+	txBatches      atomic.Uint64 // sends the packets left in (txBatch)
 	udLost         atomic.Uint64 // UD datagrams missing in senders' PSN sequences
 	bufDrops       atomic.Uint64 // UDP: datagrams the kernel dropped, the receive buffer full
 	drops          [numDropReasons]atomic.Uint64
@@ -243,7 +244,8 @@ func (w *wirePort) drop(r dropReason) { w.drops[r].Add(1) }
 
 // Counters returns the port's packet counters.
 func (w *wirePort) counters() map[string]uint64 {
-	m := map[string]uint64{"rx_packets": w.rxPkts.Load(), "tx_packets": w.txPkts.Load(), "ud_lost": w.udLost.Load()}
+	m := map[string]uint64{"rx_packets": w.rxPkts.Load(), "tx_packets": w.txPkts.Load(),
+		"tx_batches": w.txBatches.Load(), "ud_lost": w.udLost.Load()}
 	for i := range w.drops {
 		m["drop_"+dropNames[i]] = w.drops[i].Load()
 	}
@@ -361,6 +363,7 @@ func (w *wirePort) flush(b *txBatch) {
 		return
 	}
 	w.txPkts.Add(uint64(b.nseg))
+	w.txBatches.Add(1)
 	defer func() { b.n, b.nseg, b.short = 0, 0, false }()
 	if w.kind == wireTCP {
 		w.sendTCP(b.dst, b.buf[:b.n], b.nseg)
@@ -657,7 +660,9 @@ func (c *devContext) Transports() string {
 }
 
 // WireCounters returns the packet counters of the context's network port
-// (nil without one): packets received and sent, and drops by reason.
+// (nil without one): packets received and sent, the batches the sent
+// packets left in (over UDP with segmentation offload, one system call
+// each), and drops by reason.
 func (c *devContext) WireCounters() map[string]uint64 {
 	if c.wire == nil {
 		return nil
@@ -757,6 +762,7 @@ func (w *wirePort) readRaw() {
 // v1 frame.
 func (w *wirePort) sendV1(frame []byte, dst netip.Addr) {
 	w.txPkts.Add(1)
+	w.txBatches.Add(1)
 	mac, ok := w.macOf(dst)
 	if !ok {
 		w.drop(dropSend) // lost until the neighbour is known; retransmitted
