@@ -57,8 +57,10 @@ type Config struct {
 	// value (NoTimeout) means no limit.
 	Timeout time.Duration
 	// ParamsSize is the size of the negotiation struct: ParamsSize (320,
-	// the default, perftest built with mlx5dv as distributions ship it) or
-	// ParamsSizeNoMLX5DV (312). Both sides must use the same size.
+	// perftest built with mlx5dv as distributions ship it) or
+	// ParamsSizeNoMLX5DV (312). Both sides must use the same size. With 0,
+	// the default, a client sends ParamsSize and a server answers in the
+	// size its client sent.
 	ParamsSize int
 }
 
@@ -71,6 +73,7 @@ type Conn struct {
 	local      string
 	localV     float64
 	paramsSize int
+	paramsAny  bool // a server answers the negotiation in its client's size
 
 	remote  string
 	remoteV float64
@@ -89,6 +92,7 @@ func NewConn(nc net.Conn, role Role, cfg Config) (*Conn, error) {
 	if role != Client && role != Server {
 		return nil, fmt.Errorf("oob: new conn: invalid role %d", role)
 	}
+	auto := cfg.ParamsSize == 0
 	cfg, err := cfg.normalize()
 	if err != nil {
 		return nil, err
@@ -100,6 +104,7 @@ func NewConn(nc net.Conn, role Role, cfg Config) (*Conn, error) {
 		local:      cfg.Version,
 		localV:     ParseVersion(cfg.Version),
 		paramsSize: cfg.ParamsSize,
+		paramsAny:  auto && role == Server,
 	}, nil
 }
 
@@ -372,19 +377,84 @@ func (c *Conn) Negotiate(local *Params) (*Params, error) {
 	if !c.feat.Negotiate {
 		return nil, nil
 	}
-	out, err := local.Marshal(c.paramsSize)
-	if err != nil {
-		return nil, err
-	}
-	in := make([]byte, c.paramsSize)
-	if err := c.exchange(stepNegotiate, out, in); err != nil {
-		return nil, err
+	var in []byte
+	if c.paramsAny {
+		if err := c.setDeadline(stepNegotiate); err != nil {
+			return nil, err
+		}
+		var err error
+		if in, err = c.readParamsAny(); err != nil {
+			return nil, err
+		}
+		out, err := local.Marshal(len(in))
+		if err != nil {
+			return nil, err
+		}
+		if err := c.write(stepNegotiate, out); err != nil {
+			return nil, err
+		}
+	} else {
+		out, err := local.Marshal(c.paramsSize)
+		if err != nil {
+			return nil, err
+		}
+		in = make([]byte, c.paramsSize)
+		if err := c.exchange(stepNegotiate, out, in); err != nil {
+			return nil, err
+		}
 	}
 	remote, err := ParseParams(in)
 	if err != nil { // cannot happen: the size is right
 		return nil, fmt.Errorf("oob: exchange %s: %w", stepNegotiate, err)
 	}
 	return &remote, Compare(local, &remote)
+}
+
+// paramsTail is how long a server waits for the last bytes of a client's
+// 320-byte negotiation struct once 312 have come. A client writes the
+// struct at once and then waits for the answer, so the bytes of a
+// 320-byte struct come with the others; a 312-byte client sends no more.
+const paramsTail = 250 * time.Millisecond
+
+// readParamsAny reads a client's negotiation struct of either size.
+func (c *Conn) readParamsAny() ([]byte, error) {
+	b := make([]byte, ParamsSize)
+	if mc, ok := c.nc.(MessageConn); ok {
+		n, err := mc.ReadMessage(b)
+		if err != nil {
+			return nil, c.ioError(stepNegotiate, "read", err)
+		}
+		if n != ParamsSize && n != ParamsSizeNoMLX5DV {
+			return nil, &ExchangeError{Step: stepNegotiate, Op: "read", Server: true, Data: b[:n],
+				Err: fmt.Errorf("a message of %d bytes, want %d or %d: %w", n, ParamsSize, ParamsSizeNoMLX5DV, ErrMalformed)}
+		}
+		return b[:n], nil
+	}
+	short := ParamsSizeNoMLX5DV
+	if err := c.read(stepNegotiate, b[:short]); err != nil {
+		return nil, err
+	}
+	if err := c.nc.SetReadDeadline(time.Now().Add(paramsTail)); err != nil {
+		return nil, c.ioError(stepNegotiate, "read", err)
+	}
+	n, err := io.ReadFull(c.nc, b[short:])
+	if derr := c.setDeadline(stepNegotiate); derr != nil {
+		return nil, derr
+	}
+	var ne net.Error
+	switch {
+	case err == nil:
+		return b, nil
+	case !errors.Is(err, os.ErrDeadlineExceeded) && !(errors.As(err, &ne) && ne.Timeout()):
+		return nil, c.ioError(stepNegotiate, "read", err)
+	case n == 0:
+		return b[:short], nil
+	}
+	// Part of the tail came: a 320-byte struct, the rest on its way.
+	if err := c.read(stepNegotiate, b[short+n:]); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // Handshake exchanges one key message each way (perftest's

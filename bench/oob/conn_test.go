@@ -519,3 +519,143 @@ func TestSysDataBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestNegotiateClientSizes: a server with the default Config answers the
+// negotiation in the size its client sent, 312 bytes (perftest built
+// without mlx5dv) or 320, also when the last bytes of 320 come late, and
+// the next exchange starts where the struct ended; a server told the
+// size reads that many.
+func TestNegotiateClientSizes(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		cfg   Config
+		size  int
+		split int // the client writes its struct in two parts, split here
+	}{
+		{"312", Config{}, ParamsSizeNoMLX5DV, 0},
+		{"320", Config{}, ParamsSize, 0},
+		{"320-late-tail", Config{}, ParamsSize, ParamsSizeNoMLX5DV + 3},
+		{"320-late-head", Config{}, ParamsSize, 100},
+		{"explicit-312", Config{ParamsSize: ParamsSizeNoMLX5DV}, ParamsSizeNoMLX5DV, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, peer := pair(t, Server, c.cfg)
+			local := Params{Size: 65536, Iters: 1000}
+			sent, err := local.Marshal(c.size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := perftest.Dest{LID: 7, QPN: 0x123, PSN: 0x456, RKey: 0x789, VAddr: 0xabc}
+			keyMsg, err := MarshalKey(&key, KeyPlain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			answer, done := make(chan []byte, 1), make(chan error, 1)
+			go func() {
+				_ = peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+				_, _ = peer.Write(version("6.29"))
+				if _, err := io.ReadFull(peer, make([]byte, 16)); err != nil {
+					answer <- nil
+					done <- err
+					return
+				}
+				if c.split == 0 {
+					_, _ = peer.Write(sent)
+				} else {
+					_, _ = peer.Write(sent[:c.split])
+					time.Sleep(20 * time.Millisecond)
+					_, _ = peer.Write(sent[c.split:])
+				}
+				b := make([]byte, ParamsSize)
+				n, _ := io.ReadAtLeast(peer, b, c.size)
+				answer <- b[:n]
+				_, _ = peer.Write(keyMsg)
+				_, err := io.ReadFull(peer, make([]byte, len(keyMsg)))
+				done <- err
+			}()
+			if _, err := srv.ExchangeVersion(); err != nil {
+				t.Fatal(err)
+			}
+			remote, err := srv.Negotiate(&local)
+			if err != nil {
+				t.Fatalf("negotiate: %v", err)
+			}
+			if remote == nil || remote.Size != 65536 || remote.Iters != 1000 {
+				t.Errorf("the client's struct read as %+v", remote)
+			}
+			if got := <-answer; len(got) != c.size {
+				t.Errorf("answered %d bytes to a %d-byte struct", len(got), c.size)
+			}
+			got, err := srv.Handshake(KeyPlain, perftest.Dest{})
+			if err != nil || got != key {
+				t.Errorf("the key after the negotiation: %+v, %v; want %+v", got, err, key)
+			}
+			if err := <-done; err != nil {
+				t.Errorf("the client's end: %v", err)
+			}
+		})
+	}
+}
+
+// msgPipe16 is a message connection over a net.Pipe whose messages are a
+// 2-byte length and the bytes.
+type msgPipe16 struct{ net.Conn }
+
+func (m msgPipe16) Write(b []byte) (int, error) {
+	if _, err := m.Conn.Write(append(binary.BigEndian.AppendUint16(nil, uint16(len(b))), b...)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+func (m msgPipe16) ReadMessage(b []byte) (int, error) {
+	var h [2]byte
+	if _, err := io.ReadFull(m.Conn, h[:]); err != nil {
+		return 0, err
+	}
+	buf := make([]byte, binary.BigEndian.Uint16(h[:]))
+	if _, err := io.ReadFull(m.Conn, buf); err != nil {
+		return 0, err
+	}
+	if len(buf) > len(b) {
+		return 0, errors.New("message too long")
+	}
+	return copy(b, buf), nil
+}
+
+func (m msgPipe16) Read(b []byte) (int, error) { return m.ReadMessage(b) }
+
+// TestNegotiateClientSizesMessages: over a message connection (rdma_cm's
+// exchange) a server answers in the size of its client's message; a
+// message of neither size is malformed.
+func TestNegotiateClientSizesMessages(t *testing.T) {
+	for _, size := range []int{ParamsSizeNoMLX5DV, ParamsSize, 300} {
+		a, b := net.Pipe()
+		srv, err := NewConn(msgPipe16{a}, Server, Config{Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cli := msgPipe16{b}
+		answer := make(chan int, 1)
+		go func() {
+			_, _ = cli.Write(version("6.29"))
+			_, _ = cli.ReadMessage(make([]byte, 16))
+			_, _ = cli.Write(make([]byte, size))
+			n, _ := cli.ReadMessage(make([]byte, 1024))
+			answer <- n
+		}()
+		if _, err := srv.ExchangeVersion(); err != nil {
+			t.Fatal(err)
+		}
+		_, err = srv.Negotiate(&Params{})
+		if size == 300 {
+			if !errors.Is(err, ErrMalformed) {
+				t.Errorf("a %d-byte message: %v, want ErrMalformed", size, err)
+			}
+		} else if n := <-answer; err != nil || n != size {
+			t.Errorf("a %d-byte message: answered %d bytes, %v", size, n, err)
+		}
+		srv.Close()
+		b.Close()
+	}
+}
