@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -182,16 +181,9 @@ func (r *DatagramReader) Datagram(i int) (n, oobn int, from netip.AddrPort) {
 // time, from a goroutine that waits for them (Serve) and from threads that
 // look for them as they go (Poll): mu, held while datagrams are read and
 // handled, keeps them in the order they arrived.
-//
-// The serving goroutine does not wait for a thread that holds mu: it
-// leaves word (pending) and goes back to waiting, and whoever holds mu
-// reads the socket dry before it lets go. A thread spinning on Poll thus
-// keeps the datagrams it is handling, rather than handing mu (and its
-// CPU) to the goroutine and waiting to run again.
 type UDPReceiver struct {
 	rc      syscall.RawConn
 	mu      *sync.Mutex
-	pending atomic.Bool // the serving goroutine found mu held
 	handle  func(from netip.AddrPort, b, oob []byte)
 	rd      DatagramReader
 	bufs    [ReadBatch][]byte
@@ -217,37 +209,13 @@ func NewUDPReceiver(c *net.UDPConn, mu *sync.Mutex, handle func(from netip.AddrP
 		mem = mem[1<<16+oobLen:]
 	}
 	r.serveFn = func(fd uintptr) bool {
-		if !r.mu.TryLock() {
-			r.pending.Store(true)
-			if !r.mu.TryLock() {
-				return false // the holder reads what woke us (unlock)
-			}
-		}
-		r.pending.Store(false)
+		r.mu.Lock()
 		r.drain(fd, 0)
-		r.unlock(fd)
+		r.mu.Unlock()
 		return false
 	}
-	r.pollFn = func(fd uintptr) {
-		r.drain(fd, r.limit)
-		r.unlock(fd)
-	}
+	r.pollFn = func(fd uintptr) { r.drain(fd, r.limit) }
 	return r, nil
-}
-
-// unlock releases mu, which the caller holds, after reading the socket dry
-// if the serving goroutine left word that it found mu held. A holder that
-// lets go sees the word the goroutine left before its second try, or the
-// goroutine's second try finds mu free: no readiness is left unserved.
-func (r *UDPReceiver) unlock(fd uintptr) {
-	for {
-		r.mu.Unlock()
-		if !r.pending.Load() || !r.mu.TryLock() {
-			return
-		}
-		r.pending.Store(false)
-		r.drain(fd, 0)
-	}
 }
 
 // Serve handles datagrams as they arrive until the socket is closed; it
@@ -261,9 +229,8 @@ func (r *UDPReceiver) Poll(limit int) {
 		return
 	}
 	r.limit = limit
-	if r.rc.Control(r.pollFn) != nil {
-		r.mu.Unlock() // closed: nothing to read
-	}
+	_ = r.rc.Control(r.pollFn)
+	r.mu.Unlock()
 }
 
 // oobLen is the room for a datagram's control messages: UDP_GRO's segment

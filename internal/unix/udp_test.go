@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -212,61 +211,5 @@ func TestMmsghdrLayout(t *testing.T) {
 	var m unix.Mmsghdr
 	if s, o := unsafe.Sizeof(m), unsafe.Offsetof(m.Len); s != 64 || o != 56 {
 		t.Errorf("mmsghdr: size %d, Len at %d; want 64 and 56", s, o)
-	}
-}
-
-// TestUDPReceiverHandOver: a datagram that wakes the serving goroutine
-// while a polling thread handles another is handled by that thread before
-// its Poll returns; the goroutine does not wait for the thread to let go.
-func TestUDPReceiverHandOver(t *testing.T) {
-	rc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	sc, err := net.DialUDP("udp", nil, rc.LocalAddr().(*net.UDPAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
-	var mu sync.Mutex
-	var handled atomic.Int32
-	inFirst, release := make(chan struct{}), make(chan struct{})
-	r, err := NewUDPReceiver(rc, &mu, func(_ netip.AddrPort, b, _ []byte) {
-		if handled.Add(1) == 1 {
-			close(inFirst)
-			<-release
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sc.Write([]byte("a")); err != nil {
-		t.Fatal(err)
-	}
-	polled := make(chan int32)
-	go func() {
-		r.Poll(1)
-		polled <- handled.Load()
-	}()
-	<-inFirst
-	if _, err := sc.Write([]byte("b")); err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- r.Serve() }()
-	for deadline := time.Now().Add(10 * time.Second); !r.pending.Load(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			close(release)
-			t.Fatal("the serving goroutine left no word that it found the receiver busy")
-		}
-	}
-	close(release)
-	if k := <-polled; k != 2 {
-		t.Errorf("when Poll(1) returned, %d datagrams were handled, want 2", k)
-	}
-	rc.Close()
-	if err := <-served; !errors.Is(err, net.ErrClosed) {
-		t.Errorf("Serve after close: %v, want net.ErrClosed", err)
 	}
 }
