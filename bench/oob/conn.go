@@ -47,7 +47,8 @@ func (r Role) String() string {
 }
 
 // Config configures a Conn. The zero value is valid: version 6.29, 5 s per
-// exchange, 320-byte negotiation struct.
+// exchange, the negotiation struct in 320 bytes (a server answers in its
+// client's size).
 type Config struct {
 	// Version is the version string advertised to the peer (1 to 15 bytes;
 	// default DefaultVersion). It also selects this side's behaviour: see
@@ -366,7 +367,8 @@ func (c *Conn) ExchangeMTU(local MTU) (MTU, error) {
 }
 
 // Negotiate exchanges the parameter-negotiation struct (in the Conn's
-// ParamsSize) if Features.Negotiate, and returns the peer's struct, or nil
+// ParamsSize, or a server's client's; see Config) if Features.Negotiate,
+// and returns the peer's struct, or nil
 // if there was no exchange. If the peer's settings differ it also returns
 // the first difference as a *MismatchError (see Compare): perftest prints
 // its message, then " Failed to negotiate parameters\n", and exits 1.
@@ -379,9 +381,6 @@ func (c *Conn) Negotiate(local *Params) (*Params, error) {
 	}
 	var in []byte
 	if c.paramsAny {
-		if err := c.setDeadline(stepNegotiate); err != nil {
-			return nil, err
-		}
 		var err error
 		if in, err = c.readParamsAny(); err != nil {
 			return nil, err
@@ -414,10 +413,18 @@ func (c *Conn) Negotiate(local *Params) (*Params, error) {
 // 320-byte negotiation struct once 312 have come. A client writes the
 // struct at once and then waits for the answer, so the bytes of a
 // 320-byte struct come with the others; a 312-byte client sends no more.
-const paramsTail = 250 * time.Millisecond
+var paramsTail = 250 * time.Millisecond // a variable for tests
 
-// readParamsAny reads a client's negotiation struct of either size.
+// readParamsAny sets the exchange's deadline and reads a client's
+// negotiation struct of either size.
 func (c *Conn) readParamsAny() ([]byte, error) {
+	var deadline time.Time
+	if c.timeout > 0 {
+		deadline = time.Now().Add(c.timeout)
+	}
+	if err := c.nc.SetDeadline(deadline); err != nil {
+		return nil, c.ioError(stepNegotiate, "read", err)
+	}
 	b := make([]byte, ParamsSize)
 	if mc, ok := c.nc.(MessageConn); ok {
 		n, err := mc.ReadMessage(b)
@@ -434,19 +441,26 @@ func (c *Conn) readParamsAny() ([]byte, error) {
 	if err := c.read(stepNegotiate, b[:short]); err != nil {
 		return nil, err
 	}
-	if err := c.nc.SetReadDeadline(time.Now().Add(paramsTail)); err != nil {
+	tail := time.Now().Add(paramsTail)
+	if !deadline.IsZero() && deadline.Before(tail) {
+		tail = deadline
+	}
+	if err := c.nc.SetReadDeadline(tail); err != nil {
 		return nil, c.ioError(stepNegotiate, "read", err)
 	}
 	n, err := io.ReadFull(c.nc, b[short:])
-	if derr := c.setDeadline(stepNegotiate); derr != nil {
-		return nil, derr
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("got %d of %d bytes: %w", short+n, ParamsSize, err)
+		}
+		return nil, c.ioError(stepNegotiate, "read", err)
 	}
-	var ne net.Error
+	if err := c.nc.SetReadDeadline(deadline); err != nil {
+		return nil, c.ioError(stepNegotiate, "read", err)
+	}
 	switch {
 	case err == nil:
 		return b, nil
-	case !errors.Is(err, os.ErrDeadlineExceeded) && !(errors.As(err, &ne) && ne.Timeout()):
-		return nil, c.ioError(stepNegotiate, "read", err)
 	case n == 0:
 		return b[:short], nil
 	}

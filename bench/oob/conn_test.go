@@ -522,23 +522,28 @@ func TestSysDataBounds(t *testing.T) {
 
 // TestNegotiateClientSizes: a server with the default Config answers the
 // negotiation in the size its client sent, 312 bytes (perftest built
-// without mlx5dv) or 320, also when the last bytes of 320 come late, and
-// the next exchange starts where the struct ended; a server told the
-// size reads that many.
+// without mlx5dv) or 320, also when the last bytes of 320 come late (some
+// of them after the wait for them), and the next exchange starts where
+// the struct ended; a server told the size reads that many.
 func TestNegotiateClientSizes(t *testing.T) {
+	defer func(d time.Duration) { paramsTail = d }(paramsTail)
 	for _, c := range []struct {
 		name  string
 		cfg   Config
 		size  int
-		split int // the client writes its struct in two parts, split here
+		split int           // the client writes its struct in two parts, split here
+		gap   time.Duration // between the parts
+		tail  time.Duration // paramsTail
 	}{
-		{"312", Config{}, ParamsSizeNoMLX5DV, 0},
-		{"320", Config{}, ParamsSize, 0},
-		{"320-late-tail", Config{}, ParamsSize, ParamsSizeNoMLX5DV + 3},
-		{"320-late-head", Config{}, ParamsSize, 100},
-		{"explicit-312", Config{ParamsSize: ParamsSizeNoMLX5DV}, ParamsSizeNoMLX5DV, 0},
+		{"312", Config{}, ParamsSizeNoMLX5DV, 0, 0, 250 * time.Millisecond},
+		{"320", Config{}, ParamsSize, 0, 0, 250 * time.Millisecond},
+		{"320-late-tail", Config{}, ParamsSize, ParamsSizeNoMLX5DV + 3, 20 * time.Millisecond, 250 * time.Millisecond},
+		{"320-tail-after-wait", Config{}, ParamsSize, ParamsSizeNoMLX5DV + 3, 200 * time.Millisecond, 20 * time.Millisecond},
+		{"320-late-head", Config{}, ParamsSize, 100, 20 * time.Millisecond, 250 * time.Millisecond},
+		{"explicit-312", Config{ParamsSize: ParamsSizeNoMLX5DV}, ParamsSizeNoMLX5DV, 0, 0, 250 * time.Millisecond},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			paramsTail = c.tail
 			srv, peer := pair(t, Server, c.cfg)
 			local := Params{Size: 65536, Iters: 1000}
 			sent, err := local.Marshal(c.size)
@@ -563,7 +568,7 @@ func TestNegotiateClientSizes(t *testing.T) {
 					_, _ = peer.Write(sent)
 				} else {
 					_, _ = peer.Write(sent[:c.split])
-					time.Sleep(20 * time.Millisecond)
+					time.Sleep(c.gap)
 					_, _ = peer.Write(sent[c.split:])
 				}
 				b := make([]byte, ParamsSize)
@@ -631,6 +636,7 @@ func (m msgPipe16) Read(b []byte) (int, error) { return m.ReadMessage(b) }
 func TestNegotiateClientSizesMessages(t *testing.T) {
 	for _, size := range []int{ParamsSizeNoMLX5DV, ParamsSize, 300} {
 		a, b := net.Pipe()
+		t.Cleanup(func() { a.Close(); b.Close() })
 		srv, err := NewConn(msgPipe16{a}, Server, Config{Timeout: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
