@@ -107,7 +107,7 @@ func (s *session) connectCM(ctx context.Context) error {
 	if cfg.CM == nil {
 		return fail(nil, " rdma_cm is not available for device "+s.dev.Name()+"\n", " Unable to create RDMA_CM resources\n")
 	}
-	occfg := oob.Config{Version: cfg.Version, Timeout: cfg.PeerTimeout}
+	occfg := oob.Config{Version: cfg.Version, Timeout: cfg.PeerTimeout, ParamsSize: cfg.ParamsSize}
 	var c *cmConn
 	var err error
 	role := oob.Client

@@ -48,6 +48,10 @@ type Config struct {
 	BindSourceIP string // --bind_source_ip
 	Version      string // protocol version advertised to the peer
 	PeerTimeout  time.Duration
+	// ParamsSize is the size of perftest's parameter struct this side
+	// sends (--params-size): 0 sends 320 bytes and, as a server, answers
+	// in the client's size; 312 or 320 fixes it.
+	ParamsSize int
 	// RdmaCM (-R) connects the test's QPs through the connection manager
 	// and implies CMExchange (-z): the out-of-band exchange runs over an
 	// RC QP the connection manager connects, not TCP. CM is the

@@ -61,7 +61,7 @@ func (s *session) print(notes []note) {
 // connect sets up the out-of-band TCP connection.
 func (s *session) connect(ctx context.Context) error {
 	cfg := &s.cfg
-	occfg := oob.Config{Version: cfg.Version, Timeout: cfg.PeerTimeout}
+	occfg := oob.Config{Version: cfg.Version, Timeout: cfg.PeerTimeout, ParamsSize: cfg.ParamsSize}
 	addr := oob.Addr{Port: cfg.Port, BindSourceIP: cfg.BindSourceIP, IPv6: cfg.IPv6Addr}
 	var err error
 	if s.listens {

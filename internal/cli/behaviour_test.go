@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvperf/pvperf/bench/oob"
 	"github.com/pvperf/pvperf/emu"
 	"github.com/pvperf/pvperf/internal/clock"
 )
@@ -100,6 +102,7 @@ var optionEvidence = map[string]string{
 	"bind_source_ip":  "TestOptionAddresses",
 	"ipv6-addr":       "TestOptionAddresses",
 	"peer-timeout":    "TestOptionAddresses",
+	"params-size":     "TestOptionParamsSize",
 	"retry_count":     "TestRdmaCM",
 	"help":            "TestHelp",
 	"version":         "TestVersion",
@@ -278,6 +281,73 @@ func TestOptionAddresses(t *testing.T) {
 		}
 	default:
 		t.Errorf("no IPv6 connection:\n%s", out)
+	}
+}
+
+// TestOptionParamsSize: --params-size=312 makes a client send perftest's
+// parameter struct in 312 bytes (perftest built without mlx5dv), as a
+// server of the test's own speaking perftest 6.29 sees; without it, 320.
+// Another size is refused.
+func TestOptionParamsSize(t *testing.T) {
+	t.Setenv(emu.EnvVar, "")
+	sent := func(args string) int {
+		ln, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		got := make(chan int, 1)
+		go func() {
+			nc, err := ln.Accept()
+			if err != nil {
+				got <- -1
+				return
+			}
+			defer nc.Close()
+			c, err := oob.NewConn(nc, oob.Server, oob.Config{Version: "6.29", ParamsSize: oob.ParamsSize})
+			if err != nil {
+				got <- -1
+				return
+			}
+			if _, err := c.ExchangeVersion(); err != nil {
+				got <- -2
+				return
+			}
+			if _, err := c.ExchangeSysData(oob.SysData{PageSize: 4096, CacheLineSize: 64}); err != nil {
+				got <- -3
+				return
+			}
+			if _, err := c.ExchangeMTU(oob.MTU1024); err != nil {
+				got <- -4
+				return
+			}
+			// The struct, read as it comes: a 312-byte one has no tail.
+			b := make([]byte, oob.ParamsSize)
+			_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+			n, _ := io.ReadAtLeast(nc, b, oob.ParamsSizeNoMLX5DV)
+			if n < len(b) {
+				_ = nc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+				k, _ := io.ReadFull(nc, b[n:])
+				n += k
+			}
+			got <- n
+		}()
+		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		status, out := runOpt(t, "write_bw", "-n 100 --peer-timeout=2s -p "+port+" "+args+" 127.0.0.1")
+		if status == 0 {
+			t.Fatalf("%s: a server that never answers passed:\n%s", args, out)
+		}
+		return <-got
+	}
+	if n := sent(""); n != oob.ParamsSize {
+		t.Errorf("without --params-size the client sent %d bytes, want %d", n, oob.ParamsSize)
+	}
+	if n := sent("--params-size=312"); n != oob.ParamsSizeNoMLX5DV {
+		t.Errorf("--params-size=312: the client sent %d bytes, want %d", n, oob.ParamsSizeNoMLX5DV)
+	}
+	status, out := runOpt(t, "write_bw", "--loopback --params-size=300")
+	if status == 0 || !strings.Contains(out, "--params-size takes 312 or 320") {
+		t.Errorf("--params-size=300: status %d\n%s", status, out)
 	}
 }
 

@@ -625,6 +625,13 @@ func options() *optTable {
 		return nil
 	}})
 	add(&opt{long: "peer-timeout", pvperf: true, arg: true, set: (*parser).setPeerTimeout})
+	add(&opt{long: "params-size", pvperf: true, arg: true, set: func(p *parser, v string) error {
+		if v != "312" && v != "320" { // perftest built without mlx5dv, with it
+			return p.parserFail(" --params-size takes 312 or 320 (bytes of perftest's parameter struct), not %q\n", v)
+		}
+		p.cfg.ParamsSize, _ = strconv.Atoi(v)
+		return nil
+	}})
 	add(&opt{long: "out_csv", pvperf: true, arg: true, set: func(p *parser, v string) error {
 		p.cfg.CSVFile = v
 		return nil

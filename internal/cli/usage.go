@@ -247,6 +247,8 @@ func writeUsage(w io.Writer, prog string, t testSpec, verb perftest.Verb, tbl *o
 	u.opt("peer-timeout", "      --peer-timeout=<duration> ",
 		fmt.Sprintf(" Fail when the peer stays silent this long: a duration (500ms, 10s, 2m) or seconds (default %v)",
 			bench.DefaultPeerTimeout))
+	u.opt("params-size", "      --params-size=<312|320> ",
+		" Size of the parameter struct sent to a perftest 6.28+ peer: 312 for a perftest built without mlx5dv (default 320; a server answers in its client's size)")
 	u.opt("out_csv", "      --out_csv=<file> ",
 		" Save the results in a CSV file: one row per message size and side, units in the column names")
 	u.opt("out_html", "      --out_html=<file> ",
