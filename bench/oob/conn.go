@@ -380,27 +380,26 @@ func (c *Conn) Negotiate(local *Params) (*Params, error) {
 		return nil, nil
 	}
 	var in []byte
-	if c.paramsAny {
+	size := c.paramsSize
+	if c.paramsAny { // the client's struct first, to learn its size
 		var err error
 		if in, err = c.readParamsAny(); err != nil {
 			return nil, err
 		}
-		out, err := local.Marshal(len(in))
-		if err != nil {
-			return nil, err
-		}
-		if err := c.write(stepNegotiate, out); err != nil {
-			return nil, err
-		}
+		size = len(in)
+	}
+	out, err := local.Marshal(size)
+	if err != nil {
+		return nil, err
+	}
+	if c.paramsAny {
+		err = c.write(stepNegotiate, out)
 	} else {
-		out, err := local.Marshal(c.paramsSize)
-		if err != nil {
-			return nil, err
-		}
-		in = make([]byte, c.paramsSize)
-		if err := c.exchange(stepNegotiate, out, in); err != nil {
-			return nil, err
-		}
+		in = make([]byte, size)
+		err = c.exchange(stepNegotiate, out, in)
+	}
+	if err != nil {
+		return nil, err
 	}
 	remote, err := ParseParams(in)
 	if err != nil { // cannot happen: the size is right
