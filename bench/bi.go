@@ -42,7 +42,7 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, m *msgPlan, peak, ser
 	var totS, totC, totR uint64
 	ended := func() bool { return duration && dc != nil && dc.state.Load() == stateEnd }
 	sampling := func() bool { return duration && dc != nil && dc.state.Load() == stateSample }
-	var st stall
+	st := stall{turn: e.turn}
 	var sig, cqes uint64 // as in runBW
 	for n := 0; (duration && !ended()) || totC < tot || totR < tot; n++ {
 		if n&0x3FF == 0 {
@@ -173,7 +173,7 @@ func (e *endpoint) warmUp(ctx context.Context, m *msgPlan) error {
 			}
 			posted++
 		}
-		var st stall
+		st := stall{turn: e.turn}
 		for done := 0; done < posted; {
 			if err := ctx.Err(); err != nil {
 				return err

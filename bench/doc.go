@@ -24,10 +24,13 @@
 //
 // # Concurrency and threads
 //
-// Each side of a test runs on one goroutine locked to its OS thread (the
-// caller's for a server or client, plus one for the server side of a
-// loopback run), so the polling loop never migrates between threads; the
-// loops allocate nothing per work request. Two helper goroutines exist
+// Each side of a test runs on one goroutine (the caller's for a server or
+// client, plus one for the server side of a loopback run) that stays on
+// one OS thread: locked to it, or, in a process with one scheduler
+// processor (GOMAXPROCS=1, as the commands run on a kernel device), held
+// there by having the only processor; such a loop hands the processor to
+// the scheduler every 4 ms itself, so that the runtime never preempts it
+// (see turns.go). The loops allocate nothing per work request. Two helper goroutines exist
 // during a test: the duration clock (perftest's SIGALRM state machine) and
 // a watcher that notices the peer closing the out-of-band connection while
 // no exchange is due; with --data_validation a third, the validator, reads

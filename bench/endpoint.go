@@ -30,10 +30,13 @@ type endpoint struct {
 	tick func(interval)
 	// debugOut gets --data_validation_debug's lines.
 	debugOut io.Writer
-	dev      verbs.Device
-	ctx      verbs.Context
-	attr     verbs.DeviceAttr
-	port     verbs.PortAttr
+	// turn is the polling loops' turns (nil: the loops run locked to
+	// their thread).
+	turn *turns
+	dev  verbs.Device
+	ctx  verbs.Context
+	attr verbs.DeviceAttr
+	port verbs.PortAttr
 
 	// plan is what the run does: sizes, MTU, inline, outstanding reads,
 	// GID index, buffer layout.

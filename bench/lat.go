@@ -78,7 +78,7 @@ func (l *latRun) finish() samples {
 // stall is a stall detector for the loop: the peer's --latency_gap (the
 // same as ours) is part of every wait for it.
 func (l *latRun) stall() stall {
-	return stall{grace: time.Duration(l.e.cfg.LatencyGap) * time.Microsecond}
+	return stall{grace: time.Duration(l.e.cfg.LatencyGap) * time.Microsecond, turn: l.e.turn}
 }
 
 // gap busy-waits the --latency_gap before a post.

@@ -35,9 +35,11 @@ type session struct {
 	valOut io.Writer
 	conn   *oob.Conn
 	ep     *endpoint
-	plan   plan
-	ti     reports.TestInfo
-	kf     oob.KeyFormat
+	// turn is the loops' turns with the scheduler (nil: locked thread).
+	turn *turns
+	plan plan
+	ti   reports.TestInfo
+	kf   oob.KeyFormat
 	// cm is the connection manager's state with -z and -R.
 	cm cmState
 	// rec holds every measured row once; info describes the run in
@@ -130,9 +132,14 @@ func (s *session) full() bool { return s.cfg.Output == perftest.OutputFull }
 // run is the whole test.
 func (s *session) run(ctx context.Context) (err error) {
 	// The polling loops stay on one OS thread, as perftest's do, and time
-	// with the cycle counter where it is usable, as perftest's do.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	// with the cycle counter where it is usable, as perftest's do. With
+	// one processor (the commands' choice on a kernel device) nothing can
+	// move the goroutine to another thread while the loops run, and they
+	// take turns with the scheduler instead (see turns).
+	if s.turn = newTurns(runtime.GOMAXPROCS(0)); s.turn == nil {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
 	clock.Calibrate()
 	s.start = time.Now()
 	cfg := &s.cfg

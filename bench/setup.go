@@ -28,7 +28,7 @@ func (s *session) openDevice() (err error) {
 			_ = vctx.Close()
 		}
 	}()
-	e := &endpoint{cfg: cfg, dev: s.dev, ctx: vctx, plan: &s.plan, debugOut: s.out}
+	e := &endpoint{cfg: cfg, dev: s.dev, ctx: vctx, plan: &s.plan, debugOut: s.out, turn: s.turn}
 	s.ep = e
 	if e.attr, err = vctx.QueryDevice(); err != nil {
 		return fail(err, " Couldn't query device\n", " Couldn't get context for the device\n")

@@ -30,6 +30,8 @@ type stall struct {
 	n     uint64
 	since int64
 	grace time.Duration // added to StallTimeout: a latency loop's --latency_gap
+	// turn, when not nil, is the loop's turns, told of every poll.
+	turn *turns
 }
 
 const (
@@ -40,12 +42,16 @@ const (
 // stallNow reads the clock (a variable for tests).
 var stallNow = clock.Now
 
-func (s *stall) busy() { s.n = 0 }
+func (s *stall) busy() {
+	s.n = 0
+	s.turn.busy()
+}
 
 // idle counts an empty poll and returns ErrStalled once the wait has lasted
 // StallTimeout.
 func (s *stall) idle(what string) error {
 	s.n++
+	s.turn.idle()
 	switch {
 	case s.n == stallStart:
 		s.since = stallNow()
