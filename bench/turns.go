@@ -12,7 +12,8 @@ import (
 // for 10 ms without passing through the scheduler, by a signal; a
 // goroutine locked to its thread (runtime.LockOSThread) is then parked and
 // woken again through another thread. A loop that hands the processor
-// back itself (runtime.Gosched) every turnEvery is not preempted; with one
+// back itself (runtime.Gosched) every turnEvery is seldom preempted (a
+// pass of the loop that outlasts the 10 ms still is); with one
 // processor no other thread can take the goroutine meanwhile, so the loop
 // stays on its thread without a lock (with one, each Gosched would be such
 // a hand-over).
