@@ -19,7 +19,7 @@ import (
 // answers the way rxe does, and allocates the queues the program maps
 // (rxe_queue_buf: a 384-byte header, then the elements).
 type rxeKernel struct {
-	t       *testing.T
+	t       testing.TB
 	quiet   bool     // record nothing (allocation tests)
 	cmds    []uint32 // command numbers, in order
 	writes  [][]byte // every write, copied
@@ -31,7 +31,7 @@ type rxeKernel struct {
 	ioctls  int
 }
 
-func newRXEKernel(t *testing.T) *rxeKernel {
+func newRXEKernel(t testing.TB) *rxeKernel {
 	return &rxeKernel{t: t, queues: map[int64][]byte{}, next: 4096}
 }
 
@@ -267,7 +267,7 @@ func pipe() ([2]int, error) {
 }
 
 // rxeContext opens a Context of an rxe device on a scripted kernel.
-func rxeContext(t *testing.T) (*Context, *rxeKernel) {
+func rxeContext(t testing.TB) (*Context, *rxeKernel) {
 	t.Helper()
 	k := newRXEKernel(t)
 	d := &Device{name: "rxe0", driver: DriverRXE, abi: 2, numaNode: -1}
