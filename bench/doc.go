@@ -29,7 +29,7 @@
 // one OS thread: locked to it, or, in a process with one scheduler
 // processor (GOMAXPROCS=1, as the commands run on a kernel device), held
 // there by having the only processor; such a loop hands the processor to
-// the scheduler every 4 ms itself, so that the runtime never preempts it
+// the scheduler every 4 ms itself, so that the runtime seldom preempts it
 // (see turns.go). The loops allocate nothing per work request. Two helper goroutines exist
 // during a test: the duration clock (perftest's SIGALRM state machine) and
 // a watcher that notices the peer closing the out-of-band connection while

@@ -85,7 +85,7 @@ func Run(ctx context.Context, cfg bench.Config, stdout, stderr io.Writer) (repor
 		return reports.Run{}, fmt.Errorf("no device %q: %w", cfg.Device, errReported)
 	}
 	cfg.PvperfVersion = Version
-	if n := procs(dev, cfg.Loopback || cfg.DataValidation, os.Getenv("GOMAXPROCS")); n > 0 {
+	if n := Procs(dev, cfg.Loopback || cfg.DataValidation, os.Getenv("GOMAXPROCS")); n > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
 	}
 	if cfg.CMExchange || cfg.RdmaCM {
@@ -100,7 +100,7 @@ func Run(ctx context.Context, cfg bench.Config, stdout, stderr io.Writer) (repor
 	return bench.Run(ctx, cfg, dev, stdout, stderr)
 }
 
-// procs is the number of processors Go's scheduler gets for a run on dev
+// Procs is the number of processors Go's scheduler gets for a run on dev
 // (0: leave it), given the environment's GOMAXPROCS. On a kernel device
 // one side of a test is one goroutine polling the device, and with one
 // processor its loop takes turns with the scheduler rather than being
@@ -108,7 +108,7 @@ func Run(ctx context.Context, cfg bench.Config, stdout, stderr io.Writer) (repor
 // loopback run polls from two goroutines and --data_validation checks
 // the data from a goroutine beside the loop (shared: any of them): they
 // keep every processor. GOMAXPROCS, when set, decides.
-func procs(dev verbs.Device, shared bool, env string) int {
+func Procs(dev verbs.Device, shared bool, env string) int {
 	if env != "" || shared || dev.Kind() == verbs.KindEmulated {
 		return 0
 	}

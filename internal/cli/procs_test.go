@@ -34,7 +34,7 @@ func TestProcs(t *testing.T) {
 		{emu0, false, "", 0},
 		{emu0, false, "1", 0},
 	} {
-		if got := procs(tc.dev, tc.shared, tc.env); got != tc.want {
+		if got := Procs(tc.dev, tc.shared, tc.env); got != tc.want {
 			t.Errorf("%v device, shared %v, GOMAXPROCS=%q: %d processors, want %d", tc.dev.Kind(), tc.shared, tc.env, got, tc.want)
 		}
 	}

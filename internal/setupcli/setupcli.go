@@ -164,13 +164,8 @@ func parse(args []string, stdout, stderr io.Writer) (o options, code int, ok boo
 // take turns, and a second processor only adds thread wake-ups, which
 // cost more than the commands on an emulated CPU. The emulator does its
 // work in the process and keeps every processor. GOMAXPROCS, when set,
-// decides.
-func procs(dev verbs.Device, env string) int {
-	if env != "" || dev.Kind() == verbs.KindEmulated {
-		return 0
-	}
-	return 1
-}
+// decides: the choice of the other commands (cli.Procs).
+func procs(dev verbs.Device, env string) int { return cli.Procs(dev, false, env) }
 
 // run opens the device and runs the benchmark's side (or both).
 func run(ctx context.Context, o options, stdout io.Writer) error {

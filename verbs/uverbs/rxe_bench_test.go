@@ -20,28 +20,7 @@ import (
 //	go test -c -o uverbs.test ./verbs/uverbs/
 //	qemu-x86_64 -cpu max ./uverbs.test -test.run '^$' -test.bench RXEHop
 func BenchmarkRXEHop(b *testing.B) {
-	c, _ := rxeContext(b)
-	must := func(err error) {
-		b.Helper()
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	pd, err := c.AllocPD()
-	must(err)
-	mem, err := c.AllocMemory(4096)
-	must(err)
-	mr, err := pd.RegMR(mem.Bytes(), verbs.AccessLocalWrite)
-	must(err)
-	cq, err := c.CreateCQ(verbs.CQInit{Entries: 64})
-	must(err)
-	qp, err := pd.CreateQP(verbs.QPInit{Type: verbs.RC, SendCQ: cq, RecvCQ: cq, Cap: verbs.QPCap{MaxSendWR: 64, MaxRecvWR: 64, MaxSendSGE: 1, MaxRecvSGE: 1}})
-	must(err)
-	b.Cleanup(func() { _ = qp.Close(); _ = cq.Close(); _ = mr.Close(); _ = mem.Close(); _ = pd.Close() })
-	for _, st := range []verbs.QPState{verbs.StateInit, verbs.StateRTR, verbs.StateRTS} {
-		must(qp.Modify(&verbs.QPAttr{State: st, AH: verbs.AHAttr{IsGlobal: true, Port: 1}}, verbs.AttrState|verbs.AttrAV))
-	}
-	k := c.k.(*rxeKernel)
+	k, qp, cq, mr := rxeRTS(b)
 	k.quiet = true
 	send := []verbs.SendWR{{Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{{Addr: mr.Addr(), Length: 2, LKey: mr.LKey()}}}}
 	recv := []verbs.RecvWR{{SGL: []verbs.SGE{{Addr: mr.Addr(), Length: 64, LKey: mr.LKey()}}}}

@@ -509,12 +509,15 @@ func TestRXEUD(t *testing.T) {
 	t.Cleanup(func() { _ = ah.Close(); _ = qp.Close(); _ = cq.Close(); _ = pd.Close() })
 }
 
-func TestRXEAllocs(t *testing.T) {
-	c, _ := rxeContext(t)
+// rxeRTS is an RC QP in RTS on a scripted kernel, with one CQ for both
+// queues and a registered page.
+func rxeRTS(tb testing.TB) (*rxeKernel, verbs.QP, verbs.CQ, verbs.MR) {
+	tb.Helper()
+	c, k := rxeContext(tb)
 	must := func(err error) {
-		t.Helper()
+		tb.Helper()
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
 	pd, err := c.AllocPD()
@@ -527,11 +530,15 @@ func TestRXEAllocs(t *testing.T) {
 	must(err)
 	qp, err := pd.CreateQP(verbs.QPInit{Type: verbs.RC, SendCQ: cq, RecvCQ: cq, Cap: verbs.QPCap{MaxSendWR: 64, MaxRecvWR: 64, MaxSendSGE: 1, MaxRecvSGE: 1}})
 	must(err)
-	t.Cleanup(func() { _ = qp.Close(); _ = cq.Close(); _ = mr.Close(); _ = mem.Close(); _ = pd.Close() })
+	tb.Cleanup(func() { _ = qp.Close(); _ = cq.Close(); _ = mr.Close(); _ = mem.Close(); _ = pd.Close() })
 	for _, st := range []verbs.QPState{verbs.StateInit, verbs.StateRTR, verbs.StateRTS} {
 		must(qp.Modify(&verbs.QPAttr{State: st, AH: verbs.AHAttr{IsGlobal: true, Port: 1}}, verbs.AttrState|verbs.AttrAV))
 	}
-	k := c.k.(*rxeKernel)
+	return k, qp, cq, mr
+}
+
+func TestRXEAllocs(t *testing.T) {
+	k, qp, cq, mr := rxeRTS(t)
 	send := []verbs.SendWR{{Opcode: verbs.OpRDMAWrite, SGL: []verbs.SGE{{Addr: mr.Addr(), Length: 8, LKey: mr.LKey()}}}}
 	recv := []verbs.RecvWR{{SGL: []verbs.SGE{{Addr: mr.Addr(), Length: 8, LKey: mr.LKey()}}}}
 	wc := make([]verbs.WC, 8)
