@@ -93,7 +93,8 @@ type session struct {
 type failure struct {
 	msg  string
 	err  error
-	loop bool // the measurement loop failed (perftest's run_iter_*)
+	loop bool   // the measurement loop failed (perftest's run_iter_*)
+	what string // with loop, the name of perftest's loop, when runErr knew it
 }
 
 func (f *failure) Error() string {
@@ -312,7 +313,7 @@ func runErr(err error, what string) error {
 	default:
 		f = &failure{msg: " " + err.Error() + "\n Failed to complete " + what + " function successfully\n", err: err}
 	}
-	f.loop = true
+	f.loop, f.what = true, what
 	return f
 }
 
@@ -339,12 +340,23 @@ func MeasurementFailed(err error) bool {
 }
 
 // peerErr prefers the peer's death, when that is what ended the test, to
-// the error it caused.
+// the error it caused. A measurement loop that the death ended has failed
+// all the same: the error says so (and the exit status is the loop's),
+// whether the loop saw an error completion first or the watch of the
+// connection ended it.
 func (s *session) peerErr(ctx context.Context, err error) error {
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		var f *failure
 		if errors.As(cause, &f) {
-			return cause
+			var lf *failure
+			if !errors.As(err, &lf) || !lf.loop {
+				return cause
+			}
+			msg := f.msg
+			if lf.what != "" {
+				msg += " Failed to complete " + lf.what + " function successfully\n"
+			}
+			return &failure{msg: msg, err: cause, loop: true, what: lf.what}
 		}
 	}
 	return err
