@@ -1,11 +1,13 @@
 package reports
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"flag"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -216,5 +218,48 @@ func TestJSONEmpty(t *testing.T) {
 	got, _ := JSON(&ti, &Record{}, nil)
 	if !json.Valid([]byte(got)) || !strings.Contains(got, "\"results\": []\n}") {
 		t.Errorf("empty report:\n%s", got)
+	}
+}
+
+// TestUnmeasuredPeak: a BW peak perftest did not measure (its 0.00 with
+// -N, -D, or on a server of SEND) is null in pvperf's JSON and an empty
+// cell in CSV, so that no chart or summary takes it for a measured 0; a
+// measured one is kept.
+func TestUnmeasuredPeak(t *testing.T) {
+	for _, c := range []struct {
+		peak       float64
+		gbits      bool
+		wantJSON   string
+		wantMiBCSV string
+	}{
+		{0, false, `"peak_MiB_per_s":null,"average_MiB_per_s":100,"peak_Gb_per_s":null`, ""},
+		{0, true, `"peak_MiB_per_s":null,`, ""},
+		{120, false, `"peak_MiB_per_s":120,"average_MiB_per_s":100,`, "120"},
+	} {
+		res := BWResult{Size: 65536, Iters: 1000, Peak: c.peak, Average: 100, MsgRate: 0.0016}
+		row := bwRow(SideLocal, res, c.gbits)
+		b, err := json.Marshal(row.BW)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), c.wantJSON) {
+			t.Errorf("peak %v (gbits %v): JSON %s, want it to hold %s", c.peak, c.gbits, b, c.wantJSON)
+		}
+		run := Run{Info: fixtureInfo("write_bw", KindBW, "RDMA_Write", 2), Results: []Result{row}}
+		var out strings.Builder
+		if err := WriteCSV(&out, []Run{run}); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := csv.NewReader(strings.NewReader(out.String())).ReadAll()
+		if err != nil || len(recs) != 2 {
+			t.Fatalf("CSV %q: %v", out.String(), err)
+		}
+		col := slices.Index(recs[0], "bw_peak_MiB_per_s")
+		if col < 0 {
+			t.Fatalf("no bw_peak_MiB_per_s column in %q", recs[0])
+		}
+		if got := recs[1][col]; got != c.wantMiBCSV {
+			t.Errorf("peak %v: CSV bw_peak_MiB_per_s %q, want %q", c.peak, got, c.wantMiBCSV)
+		}
 	}
 }

@@ -241,6 +241,11 @@ func bwRow(side string, res BWResult, gbits bool) Result {
 		st.PeakMiBps, st.AverageMiBps = Num(res.Peak), Num(res.Average)
 		st.PeakGbps, st.AverageGbps = toGb(res.Peak), toGb(res.Average)
 	}
+	if res.Peak == 0 {
+		// perftest prints a peak it did not measure (-N, -D, a server
+		// of SEND) as 0.00; measured, it is never 0.
+		st.PeakMiBps, st.PeakGbps = NaN, NaN
+	}
 	st.MsgRateMpps = Num(res.MsgRate)
 	return Result{Side: side, Size: res.Size, Iterations: res.Iters, BW: &st, CPUUtil: cpuNum(res.CPUUtil)}
 }
