@@ -79,6 +79,8 @@ func TestErrors(t *testing.T) {
 		{"send_lat", "--loopback --bind_source_ip 127.0.0.1", "", " --loopback connects over a free port of 127.0.0.1: -p, --bind_source_ip and --ipv6-addr do not apply\n" + PF},
 		{"write_bw", "-R --repeat_ci 5 host", "", " --repeat_ci cannot end the server's series over rdma_cm (-z, -R): use --repeat alone\n" + PF},
 		{"send_lat", "-z --repeat_ci 5 host", "", " --repeat_ci cannot end the server's series over rdma_cm (-z, -R): use --repeat alone\n" + PF},
+		{"write_bw", "--interval_json iv.json host", "", " --interval_json writes the seconds of a duration run: give -D too\n" + PF},
+		{"send_lat", "--loopback --interval_json=-", "", " --interval_json writes the seconds of a duration run: give -D too\n" + PF},
 		{"write_bw", "--cqe_poll=0", "", " CQE Poll should be between 1 and 65535\n" + PF},
 		{"write_bw", "--cqe_poll=65536", "", " CQE Poll should be between 1 and 65535\n" + PF},
 		{"write_bw", "--force-link=eth", "", "Invalid link layer value should be IB or ETHERNET.\n" + PF},

@@ -253,6 +253,11 @@ func (p *parser) parse(args []string) error {
 		// connection request instead, and would wait for ever.
 		return p.parserFail(" --repeat_ci cannot end the server's series over rdma_cm (-z, -R): use --repeat alone\n")
 	}
+	if p.cfg.IntervalJSON != "" && !p.durationMode {
+		// The intervals are the seconds of a duration run; an
+		// iteration run has none, and the file would stay empty.
+		return p.parserFail(" --interval_json writes the seconds of a duration run: give -D too\n")
+	}
 	p.client = p.cfg.Server != "" || p.cfg.Loopback
 	if p.cfg.Reversed {
 		p.client = !p.client
