@@ -27,6 +27,11 @@ func TestDispatchByName(t *testing.T) {
 			t.Errorf("%q: no perftest version in %q", argv, out+errOut)
 		}
 	}
+	// Under perftest's name, perftest's version line alone, as perftest
+	// prints it (and with its exit status, 1).
+	if rc, out, _ := call("/usr/bin/ib_write_bw", "-V"); rc != 1 || out != "Version: 6.29\n" {
+		t.Errorf("ib_write_bw -V: exit %d, stdout %q, want 1 and %q", rc, out, "Version: 6.29\n")
+	}
 	// A test's own usage names the test.
 	_, out, errOut := call("ib_read_bw", "-h")
 	if !strings.Contains(out+errOut, "read_bw <host>") {

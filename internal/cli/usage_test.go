@@ -106,6 +106,10 @@ func TestVersion(t *testing.T) {
 			t.Errorf("%s: fields %q", args, f)
 		}
 	}
+	// With perftest's text alone, perftest's line alone.
+	if r := parse(t, "write_bw", "--perftest_output -V"); !errors.Is(r.err, ErrVersion) || r.stdout != "Version: 6.29\n" {
+		t.Errorf("--perftest_output -V: err %v, %q, want %q", r.err, r.stdout, "Version: 6.29\n")
+	}
 	old := Version
 	Version = "1.2.3"
 	defer func() { Version = old }()
