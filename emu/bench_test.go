@@ -255,14 +255,17 @@ func BenchmarkWriteRate(b *testing.B) {
 // own send (off the round trip), and reaps its send completion: between
 // a receive completion and the next send there is nothing else. (The
 // initiator reposts the receive of round trip i after its send of round
-// trip i+1, and the last one before returning.)
+// trip i+1, and the last one before returning.) Each poll asks for one
+// completion, as perftest's latency loops do: asked for more, the pvrdma
+// provider rings the POLL doorbell after the one it found, as rdma-core's
+// does.
 func pingPong(tb testing.TB, e *endpoint, n int, initiator bool) {
 	send := []verbs.SendWR{{Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
 		SGL: []verbs.SGE{{Addr: e.mr.Addr(), Length: 2, LKey: e.mr.LKey()}}}}
 	recv := []verbs.RecvWR{{SGL: []verbs.SGE{{Addr: e.mr.Addr() + 4096, Length: 64, LKey: e.mr.LKey()}}}}
-	wc := make([]verbs.WC, 4)
+	wc := make([]verbs.WC, 1) // one completion a poll (see above)
 	poll := func(cq verbs.CQ) {
-		for {
+		for i := uint(1); ; i++ {
 			k, err := cq.Poll(wc)
 			if err != nil {
 				tb.Fatal(err)
@@ -273,6 +276,7 @@ func pingPong(tb testing.TB, e *endpoint, n int, initiator bool) {
 				}
 				return
 			}
+			abortCheck(i)
 		}
 	}
 	post := func() {
@@ -305,6 +309,27 @@ func pingPong(tb testing.TB, e *endpoint, n int, initiator bool) {
 	}
 }
 
+// connectedPair opens emu0 and returns two RC endpoints connected to each
+// other, with recvs receives posted on both; closing them is left to tb's
+// cleanup.
+func connectedPair(tb testing.TB, recvs int) (x, y *endpoint) {
+	tb.Helper()
+	ctx := openBench(tb)
+	tb.Cleanup(func() { ctx.Close() })
+	x, y = newEndpoint(tb, ctx, 1<<16), newEndpoint(tb, ctx, 1<<16)
+	tb.Cleanup(y.close)
+	tb.Cleanup(x.close)
+	if err := x.connect(y.info()); err != nil {
+		tb.Fatal(err)
+	}
+	if err := y.connect(x.info()); err != nil {
+		tb.Fatal(err)
+	}
+	prepostRecvs(tb, x, recvs)
+	prepostRecvs(tb, y, recvs)
+	return x, y
+}
+
 func prepostRecvs(tb testing.TB, e *endpoint, n int) {
 	recv := []verbs.RecvWR{{SGL: []verbs.SGE{{Addr: e.mr.Addr() + 4096, Length: 64, LKey: e.mr.LKey()}}}}
 	for range n {
@@ -323,10 +348,12 @@ func barePingPong(word *uint64, n int, first bool) {
 	for i := uint64(0); i < uint64(n); i++ {
 		if first {
 			atomic.StoreUint64(word, 2*i+1)
-			for atomic.LoadUint64(word) != 2*i+2 {
+			for k := uint(1); atomic.LoadUint64(word) != 2*i+2; k++ {
+				abortCheck(k)
 			}
 		} else {
-			for atomic.LoadUint64(word) != 2*i+1 {
+			for k := uint(1); atomic.LoadUint64(word) != 2*i+1; k++ {
+				abortCheck(k)
 			}
 			atomic.StoreUint64(word, 2*i+2)
 		}
@@ -343,16 +370,32 @@ func workPingPong(word *uint64, n int, first bool, iters int64) {
 		if first {
 			s = work(s, iters)
 			atomic.StoreUint64(word, 2*i+1)
-			for atomic.LoadUint64(word) != 2*i+2 {
+			for k := uint(1); atomic.LoadUint64(word) != 2*i+2; k++ {
+				abortCheck(k)
 			}
 		} else {
-			for atomic.LoadUint64(word) != 2*i+1 {
+			for k := uint(1); atomic.LoadUint64(word) != 2*i+1; k++ {
+				abortCheck(k)
 			}
 			s = work(s, iters)
 			atomic.StoreUint64(word, 2*i+2)
 		}
 	}
 	workSink.Add(s)
+}
+
+// pingAbort is set when the peer of a ping-pong has failed: a child
+// process that exited with an error, a peer goroutine that stopped on one.
+// The other side, spinning for the peer's next message, would otherwise
+// wait for ever.
+var pingAbort atomic.Bool
+
+// abortCheck is called by spin loops with the count k of their empty
+// looks: every 2^20th it panics if the peer has failed.
+func abortCheck(k uint) {
+	if k&(1<<20-1) == 0 && pingAbort.Load() {
+		panic("ping-pong: the peer failed (see its error above)")
+	}
 }
 
 // work runs iters steps of a dependent multiply-add on s: CPU time and
@@ -418,7 +461,7 @@ func newWritePinger(tb testing.TB, e *endpoint, p peerInfo) *writePinger {
 			RemoteAddr: p.Addr + 4096, RKey: p.RKey}},
 		out: mem[:writeMsgSize],
 		in:  (*uint32)(unsafe.Pointer(&mem[4096])),
-		wc:  make([]verbs.WC, 4),
+		wc:  make([]verbs.WC, 1),
 	}
 }
 
@@ -426,7 +469,8 @@ func newWritePinger(tb testing.TB, e *endpoint, p peerInfo) *writePinger {
 func (w *writePinger) run(n int, initiator bool) {
 	const shift = 8 * (writeMsgSize - 1) // the last byte within *in (little endian)
 	wait := func(c uint8) {
-		for uint8(atomic.LoadUint32(w.in)>>shift) != c {
+		for k := uint(1); uint8(atomic.LoadUint32(w.in)>>shift) != c; k++ {
+			abortCheck(k)
 		}
 	}
 	for range n {
@@ -569,10 +613,17 @@ func newThreadPeer(play func(kind pingKind, n int)) *threadPeer {
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
+		ended := false
+		defer func() {
+			if !ended {
+				pingAbort.Store(true) // play stopped on an error (tb.Fatal)
+			}
+		}()
 		for c := range p.cmd {
 			play(c.kind, c.n)
 			p.done <- struct{}{}
 		}
+		ended = true
 	}()
 	return p
 }
@@ -604,19 +655,7 @@ func BenchmarkPingPong(b *testing.B) {
 		b.ReportMetric(float64(bareHalfRTT(b.N).Nanoseconds()), "ns/halfrtt")
 	})
 	run := func(b *testing.B, kind pingKind) {
-		ctx := openBench(b)
-		defer ctx.Close()
-		x, y := newEndpoint(b, ctx, 1<<16), newEndpoint(b, ctx, 1<<16)
-		defer x.close()
-		defer y.close()
-		if err := x.connect(y.info()); err != nil {
-			b.Fatal(err)
-		}
-		if err := y.connect(x.info()); err != nil {
-			b.Fatal(err)
-		}
-		prepostRecvs(b, x, 8)
-		prepostRecvs(b, y, 8)
+		x, y := connectedPair(b, 8)
 		var bare uint64
 		peer := newThreadPeer(player(b, y, x.info(), &bare, false))
 		defer peer.stop()
@@ -627,9 +666,9 @@ func BenchmarkPingPong(b *testing.B) {
 	b.Run("emu/size=2", func(b *testing.B) { run(b, pingSend) })
 	b.Run("emu-write/size=2", func(b *testing.B) { run(b, pingWrite) })
 	// The CPU cost of a hop, measured by BenchmarkWritePostCost (about
-	// 70 ns on the 2-vCPU machine of the docs) and BenchmarkSendRecvCost
-	// (about 150 ns).
-	for _, ns := range []int{70, 150} {
+	// 65-70 ns on the 2-vCPU machine of the docs) and BenchmarkSendRecvCost
+	// (about 125 ns).
+	for _, ns := range []int{70, 125} {
 		b.Run(fmt.Sprintf("bare-work/ns=%d", ns), func(b *testing.B) {
 			workIters.Store(itersFor(time.Duration(ns)))
 			run(b, pingWork)
@@ -733,8 +772,10 @@ func (c *childTB) Fatal(args ...any) {
 	os.Exit(1)
 }
 
-// startChild starts the peer process in role and returns its pipes.
-func startChild(tb testing.TB, role string, extra ...*os.File) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
+// startChild starts the peer process in role and returns its pipes and
+// a function that waits for its end. A child that exits with an error
+// sets pingAbort, so that a ping-pong waiting for it ends.
+func startChild(tb testing.TB, role string, extra ...*os.File) (wait func(), in io.WriteCloser, out *bufio.Reader) {
 	tb.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), benchChildEnv+"="+role)
@@ -744,24 +785,34 @@ func startChild(tb testing.TB, role string, extra ...*os.File) (*exec.Cmd, io.Wr
 	if err != nil {
 		tb.Fatal(err)
 	}
-	out, err := cmd.StdoutPipe()
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
+	done := make(chan struct{})
+	var closing atomic.Bool // the cleanup ends the child
+	go func() {
+		// Wait closes stdout once the child has exited: nothing is
+		// read from it then.
+		if err := cmd.Wait(); err != nil && !closing.Load() {
+			pingAbort.Store(true)
+		}
+		close(done)
+	}()
 	tb.Cleanup(func() {
+		closing.Store(true)
 		_ = in.Close()
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(5 * time.Second):
 			_ = cmd.Process.Kill()
+			<-done
 		}
 	})
-	return cmd, in, bufio.NewReader(out)
+	return func() { <-done }, in, bufio.NewReader(stdout)
 }
 
 func expectLine(tb testing.TB, r *bufio.Reader, want string) {
@@ -809,14 +860,14 @@ func bareHalfRTTProcess(tb testing.TB, n int) time.Duration {
 		tb.Fatal(err)
 	}
 	defer func() { _ = unix.Munmap(page) }()
-	cmd, in, out := startChild(tb, "bare", f)
+	wait, in, out := startChild(tb, "bare", f)
 	fmt.Fprintln(in, n)
 	expectLine(tb, out, "ready")
 	start := time.Now()
 	barePingPong((*uint64)(unsafe.Pointer(&page[0])), n, true)
 	el := time.Since(start)
 	_ = in.Close()
-	_ = cmd.Wait()
+	wait()
 	return el / time.Duration(2*n)
 }
 
@@ -885,17 +936,7 @@ func (p *processPeer) wait() { expectLine(p.tb, p.out, "done") }
 // WRITE and reaping its completion: the CPU cost of a hop of the write
 // ping-pong.
 func BenchmarkWritePostCost(b *testing.B) {
-	ctx := openBench(b)
-	defer ctx.Close()
-	x, y := newEndpoint(b, ctx, 1<<16), newEndpoint(b, ctx, 1<<16)
-	defer x.close()
-	defer y.close()
-	if err := x.connect(y.info()); err != nil {
-		b.Fatal(err)
-	}
-	if err := y.connect(x.info()); err != nil {
-		b.Fatal(err)
-	}
+	x, y := connectedPair(b, 0)
 	w := newWritePinger(b, x, y.info())
 	for b.Loop() {
 		if _, err := x.qp.PostSend(w.wr); err != nil {
@@ -912,19 +953,7 @@ func BenchmarkWritePostCost(b *testing.B) {
 // the CPU cost of a SEND, its receive completion, the repost and the send
 // completion, without the cost of moving cache lines between cores.
 func BenchmarkSendRecvCost(b *testing.B) {
-	ctx := openBench(b)
-	defer ctx.Close()
-	x, y := newEndpoint(b, ctx, 1<<16), newEndpoint(b, ctx, 1<<16)
-	defer x.close()
-	defer y.close()
-	if err := x.connect(y.info()); err != nil {
-		b.Fatal(err)
-	}
-	if err := y.connect(x.info()); err != nil {
-		b.Fatal(err)
-	}
-	prepostRecvs(b, x, 8)
-	prepostRecvs(b, y, 8)
+	x, y := connectedPair(b, 8)
 	send := func(e *endpoint) []verbs.SendWR {
 		return []verbs.SendWR{{Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
 			SGL: []verbs.SGE{{Addr: e.mr.Addr(), Length: 2, LKey: e.mr.LKey()}}}}
@@ -933,7 +962,7 @@ func BenchmarkSendRecvCost(b *testing.B) {
 		return []verbs.RecvWR{{SGL: []verbs.SGE{{Addr: e.mr.Addr() + 4096, Length: 64, LKey: e.mr.LKey()}}}}
 	}
 	sx, sy, rx, ry := send(x), send(y), recv(x), recv(y)
-	wc := make([]verbs.WC, 4)
+	wc := make([]verbs.WC, 1)
 	hop := func(from *endpoint, s []verbs.SendWR, to *endpoint, r []verbs.RecvWR) {
 		if _, err := from.qp.PostSend(s); err != nil {
 			b.Fatal(err)

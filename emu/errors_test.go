@@ -10,26 +10,6 @@ import (
 	"github.com/pvperf/pvperf/verbs"
 )
 
-// connectedPair opens emu0 and returns two RC endpoints connected to each
-// other, with receives posted on both.
-func connectedPair(t *testing.T) (x, y *endpoint) {
-	t.Helper()
-	ctx := openBench(t)
-	t.Cleanup(func() { ctx.Close() })
-	x, y = newEndpoint(t, ctx, 1<<16), newEndpoint(t, ctx, 1<<16)
-	t.Cleanup(y.close)
-	t.Cleanup(x.close)
-	if err := x.connect(y.info()); err != nil {
-		t.Fatal(err)
-	}
-	if err := y.connect(x.info()); err != nil {
-		t.Fatal(err)
-	}
-	prepostRecvs(t, x, 4)
-	prepostRecvs(t, y, 4)
-	return x, y
-}
-
 // pollWC waits up to 5 s for one completion on cq, of any status.
 func pollWC(t *testing.T, cq verbs.CQ) verbs.WC {
 	t.Helper()
@@ -55,7 +35,7 @@ func pollWC(t *testing.T, cq verbs.CQ) verbs.WC {
 func TestZeroLKey(t *testing.T) {
 	for _, op := range []verbs.WROpcode{verbs.OpRDMAWrite, verbs.OpSend} {
 		t.Run(op.String(), func(t *testing.T) {
-			x, y := connectedPair(t)
+			x, y := connectedPair(t, 4)
 			wr := verbs.SendWR{ID: 7, Opcode: op, Flags: verbs.SendSignaled,
 				SGL:        []verbs.SGE{{Addr: x.mr.Addr(), Length: 5, LKey: 0}},
 				RemoteAddr: y.mr.Addr(), RKey: y.mr.RKey()}
