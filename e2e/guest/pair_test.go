@@ -39,11 +39,31 @@ type pairResult struct {
 }
 
 // run runs the pair: the server first, the client once the server
-// listens on -guest.port. A side still running at its timeout is
-// interrupted, then killed 2 s later; the server gets 10 s to end after a
-// client that succeeded, 2 s after one that failed (perftest's server may
-// then wait for ever).
+// listens on -guest.port (see runSides).
 func (p pair) run() pairResult {
+	return runSides(sideCmds{
+		server: append([]string{p.server}, p.args...), client: append(append([]string{p.client}, p.args...), *addr),
+		serverDir: p.serverDir, clientDir: p.clientDir,
+		ready: func(int) bool { return p.ready() }, serverRow: p.serverRow, timeout: p.timeout,
+	})
+}
+
+// sideCmds is one server and one client command line (argv, each with its
+// program first), and what their run must show.
+type sideCmds struct {
+	server, client       []string
+	serverDir, clientDir string
+	// ready tells whether the server, of process id pid, listens.
+	ready     func(pid int) bool
+	serverRow bool
+	timeout   time.Duration // 0 is -guest.run-timeout
+}
+
+// runSides runs the server first, the client once the server is ready. A
+// side still running at its timeout is interrupted, then killed 2 s
+// later; the server gets 10 s to end after a client that succeeded, 2 s
+// after one that failed (perftest's server may then wait for ever).
+func runSides(p sideCmds) pairResult {
 	tmo := p.timeout
 	if tmo == 0 {
 		tmo = *runTimeout
@@ -56,7 +76,7 @@ func (p pair) run() pairResult {
 	var sout, cout bytes.Buffer
 	sctx, scancel := context.WithTimeout(context.Background(), tmo)
 	defer scancel()
-	srv := command(sctx, p.server, p.args, p.serverDir, &sout)
+	srv := command(sctx, p.server[0], p.server[1:], p.serverDir, &sout)
 	if err := srv.Start(); err != nil {
 		return pairResult{err: fmt.Errorf("server did not start: %w", err)}
 	}
@@ -68,7 +88,7 @@ func (p pair) run() pairResult {
 	sended := false
 	// Wait for the server to listen.
 	deadline := time.Now().Add(*listenTimeout)
-	for !p.ready() {
+	for !p.ready(srv.Process.Pid) {
 		if time.Now().After(deadline) {
 			res.err = fmt.Errorf("server not listening on port %d after %s", *port, *listenTimeout)
 			break
@@ -85,7 +105,7 @@ func (p pair) run() pairResult {
 	}
 	if res.err == nil {
 		cctx, ccancel := context.WithTimeout(context.Background(), tmo)
-		cli := command(cctx, p.client, append(append([]string(nil), p.args...), *addr), p.clientDir, &cout)
+		cli := command(cctx, p.client[0], p.client[1:], p.clientDir, &cout)
 		cerr := cli.Run()
 		timedOut := cctx.Err() != nil
 		ccancel()

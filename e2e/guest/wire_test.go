@@ -2,9 +2,7 @@ package guest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -252,86 +250,11 @@ type wirePair struct {
 // server is ready when a TCP socket of its own namespace listens on
 // -guest.port.
 func (p wirePair) run() pairResult {
-	tmo := p.timeout
-	if tmo == 0 {
-		tmo = *runTimeout
-	}
-	tmo, ok := budget(tmo)
-	if !ok {
-		return pairResult{err: fmt.Errorf("not run: the time budget (%s) is spent", *budgetFlag)}
-	}
-	start := time.Now()
-	var sout, cout bytes.Buffer
-	sctx, scancel := context.WithTimeout(context.Background(), tmo)
-	defer scancel()
-	srv := command(sctx, p.server.argv[0], p.server.argv[1:], "", &sout)
-	if err := srv.Start(); err != nil {
-		return pairResult{err: fmt.Errorf("server did not start: %w", err)}
-	}
-	sdone := make(chan struct{})
-	var serr error
-	go func() { serr = srv.Wait(); close(sdone) }()
-	res := pairResult{}
-	sended := false
-	deadline := time.Now().Add(*listenTimeout)
-	for !listensIn(srv.Process.Pid, p.server.ns != "", *port) {
-		if time.Now().After(deadline) {
-			res.err = fmt.Errorf("server not listening on port %d after %s", *port, *listenTimeout)
-			break
-		}
-		select {
-		case <-sdone:
-			sended = true
-			res.err = fmt.Errorf("server exited (%v) before listening: %s", exitText(serr), lastLine(sout.String()))
-		case <-time.After(100 * time.Millisecond):
-		}
-		if sended {
-			break
-		}
-	}
-	if res.err == nil {
-		cctx, ccancel := context.WithTimeout(context.Background(), tmo)
-		cargv := append(append([]string(nil), p.client.argv...), p.serverAddr)
-		cli := command(cctx, cargv[0], cargv[1:], "", &cout)
-		cerr := cli.Run()
-		timedOut := cctx.Err() != nil
-		ccancel()
-		grace := 10 * time.Second
-		if cerr != nil {
-			grace = 2 * time.Second
-		}
-		killed := false
-		select {
-		case <-sdone:
-		case <-time.After(grace):
-			_ = srv.Process.Kill()
-			<-sdone
-			killed = true
-		}
-		sended = true
-		switch {
-		case timedOut:
-			res.err = fmt.Errorf("client timed out after %s", tmo)
-		case cerr != nil:
-			res.err = fmt.Errorf("client %s: %s", exitText(cerr), lastLine(cout.String()))
-		case killed:
-			res.err = fmt.Errorf("server still running %s after its client ended", grace)
-		case sctx.Err() != nil:
-			res.err = fmt.Errorf("server timed out after %s", tmo)
-		case serr != nil:
-			res.err = fmt.Errorf("server %s: %s", exitText(serr), lastLine(sout.String()))
-		case !hasRow(cout.String()):
-			res.err = errors.New("client printed no result row")
-		case p.serverRow && !hasRow(sout.String()):
-			res.err = errors.New("server printed no result row")
-		}
-	}
-	if !sended {
-		_ = srv.Process.Kill()
-		<-sdone
-	}
-	res.server, res.client, res.took = sout.String(), cout.String(), time.Since(start).Round(10*time.Millisecond)
-	return res
+	return runSides(sideCmds{
+		server: p.server.argv, client: append(append([]string(nil), p.client.argv...), p.serverAddr),
+		ready:     func(pid int) bool { return listensIn(pid, p.server.ns != "", *port) },
+		serverRow: p.serverRow, timeout: p.timeout,
+	})
 }
 
 // listensIn tells whether a TCP socket of pid's network namespace listens
