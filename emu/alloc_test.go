@@ -13,17 +13,7 @@ import (
 // an RDMA WRITE, a SEND with its receive, and the polls of both
 // completions.
 func TestDataPathAllocs(t *testing.T) {
-	ctx := openBench(t)
-	t.Cleanup(func() { ctx.Close() })
-	a, b := newEndpoint(t, ctx, 1<<16), newEndpoint(t, ctx, 1<<16)
-	t.Cleanup(b.close)
-	t.Cleanup(a.close)
-	if err := a.connect(b.info()); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.connect(a.info()); err != nil {
-		t.Fatal(err)
-	}
+	a, b := connectedPair(t, 0)
 	sge := []verbs.SGE{{Addr: a.mr.Addr(), Length: 4096, LKey: a.mr.LKey()}}
 	write := []verbs.SendWR{{ID: 1, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled, SGL: sge, RemoteAddr: b.mr.Addr(), RKey: b.mr.RKey()}}
 	send := []verbs.SendWR{{ID: 2, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SGL: sge}}
