@@ -23,7 +23,6 @@ import (
 	"github.com/pvperf/pvperf/devices"
 	"github.com/pvperf/pvperf/internal/cli"
 	"github.com/pvperf/pvperf/internal/interrupt"
-	"github.com/pvperf/pvperf/verbs"
 )
 
 // Name is the command's name.
@@ -158,22 +157,17 @@ func parse(args []string, stdout, stderr io.Writer) (o options, code int, ok boo
 	return o, ExitOK, true
 }
 
-// procs is the number of processors Go's scheduler gets for a run on dev
-// (0: leave it), given the environment's GOMAXPROCS. On a kernel device a
-// run is system calls and waits for the kernel's events: its goroutines
-// take turns, and a second processor only adds thread wake-ups, which
-// cost more than the commands on an emulated CPU. The emulator does its
-// work in the process and keeps every processor. GOMAXPROCS, when set,
-// decides: the choice of the other commands (cli.Procs).
-func procs(dev verbs.Device, env string) int { return cli.Procs(dev, false, env) }
-
 // run opens the device and runs the benchmark's side (or both).
 func run(ctx context.Context, o options, stdout io.Writer) error {
 	dev, err := devices.Find(o.device)
 	if err != nil {
 		return err
 	}
-	if n := procs(dev, os.Getenv("GOMAXPROCS")); n > 0 {
+	// A run on a kernel device is system calls and waits for the
+	// kernel's events: one processor, as the other commands choose (a
+	// second only adds thread wake-ups, which cost more than the
+	// commands on an emulated CPU). The emulator keeps every processor.
+	if n := cli.Procs(dev, false, os.Getenv("GOMAXPROCS")); n > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
 	}
 	vctx, err := dev.Open()

@@ -10,9 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pvperf/pvperf/devices"
 	"github.com/pvperf/pvperf/internal/cli"
-	"github.com/pvperf/pvperf/verbs"
 )
 
 func call(args ...string) (int, string, string) {
@@ -128,33 +126,10 @@ func TestNoServer(t *testing.T) {
 	}
 }
 
-// kernelDevice is a device of kind KindKernel, for procs.
-type kernelDevice struct{ verbs.Device }
-
-func (kernelDevice) Kind() verbs.DeviceKind { return verbs.KindKernel }
-
-// TestProcs: a run on a kernel device gets one scheduler processor unless
-// GOMAXPROCS says otherwise; one on the emulator keeps them all.
-func TestProcs(t *testing.T) {
-	emu0, err := devices.Find("emu0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		dev  verbs.Device
-		env  string
-		want int
-	}{
-		{kernelDevice{emu0}, "", 1},
-		{kernelDevice{emu0}, "4", 0},
-		{emu0, "", 0},
-		{emu0, "1", 0},
-	} {
-		if got := procs(tc.dev, tc.env); got != tc.want {
-			t.Errorf("%v device, GOMAXPROCS=%q: %d processors, want %d", tc.dev.Kind(), tc.env, got, tc.want)
-		}
-	}
-	// A run on the emulator leaves the process's setting as it was.
+// TestEmulatorKeepsProcs: a run on the emulator leaves the process's
+// GOMAXPROCS as it was (the choice for kernel devices is cli.Procs's,
+// tested there).
+func TestEmulatorKeepsProcs(t *testing.T) {
 	t.Setenv("GOMAXPROCS", "")
 	before := runtime.GOMAXPROCS(0)
 	if rc, _, errOut := call("--loopback", "-c", "2"); rc != ExitOK {
