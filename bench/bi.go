@@ -42,7 +42,7 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, m *msgPlan, peak, ser
 	var totS, totC, totR uint64
 	ended := func() bool { return duration && dc != nil && dc.state.Load() == stateEnd }
 	sampling := func() bool { return duration && dc != nil && dc.state.Load() == stateSample }
-	st := stall{turn: e.turn}
+	st := stall{turn: e.turn, ctx: ctx}
 	var sig, cqes uint64 // as in runBW
 	for n := 0; (duration && !ended()) || totC < tot || totR < tot; n++ {
 		if n&0x3FF == 0 {
@@ -173,7 +173,7 @@ func (e *endpoint) warmUp(ctx context.Context, m *msgPlan) error {
 			}
 			posted++
 		}
-		st := stall{turn: e.turn}
+		st := stall{turn: e.turn, ctx: ctx}
 		for done := 0; done < posted; {
 			if err := ctx.Err(); err != nil {
 				return err

@@ -198,7 +198,7 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 		sm.tposted[0] = clock.Now()
 	}
 	ne := 0
-	st := stall{turn: e.turn}
+	st := stall{turn: e.turn, ctx: ctx}
 	// s.sig counts the signalled work requests posted, cqes the
 	// completions: a device that completes unsignalled ones (QEMU's pvrdma
 	// device model does) would make every completion count as cq_mod

@@ -78,7 +78,7 @@ func (l *latRun) finish() samples {
 // stall is a stall detector for the loop: the peer's --latency_gap (the
 // same as ours) is part of every wait for it.
 func (l *latRun) stall() stall {
-	return stall{grace: time.Duration(l.e.cfg.LatencyGap) * time.Microsecond, turn: l.e.turn}
+	return stall{grace: time.Duration(l.e.cfg.LatencyGap) * time.Microsecond, turn: l.e.turn, ctx: l.ctx}
 }
 
 // gap busy-waits the --latency_gap before a post.
@@ -144,7 +144,7 @@ func (l *latRun) pollOne(cq verbs.CQ, ch verbs.CompChannel, events bool) (*verbs
 		}
 	}
 	st := l.stall()
-	for i := 0; ; i++ {
+	for {
 		n, err := cq.Poll(l.wc[:])
 		if err != nil {
 			return nil, false, fmt.Errorf("poll CQ failed %w", err)
@@ -154,11 +154,6 @@ func (l *latRun) pollOne(cq verbs.CQ, ch verbs.CompChannel, events bool) (*verbs
 		}
 		if l.ended() {
 			return nil, false, nil
-		}
-		if i&0xFFFF == 0xFFFF {
-			if err := l.ctx.Err(); err != nil {
-				return nil, false, err
-			}
 		}
 		if err := st.idle("waiting for a completion"); err != nil {
 			return nil, false, err
@@ -265,12 +260,7 @@ func (e *endpoint) runLatWrite(ctx context.Context, m *msgPlan, server bool) (sa
 		if (rcnt < l.iters || l.duration) && !(scnt < 1 && server) {
 			rcnt++
 			st := l.stall()
-			for i := 0; mmio.LoadByte(pollBuf) != byte(rcnt) && !l.ended(); i++ {
-				if i&0xFFFFF == 0xFFFFF {
-					if err := ctx.Err(); err != nil {
-						return l.finish(), err
-					}
-				}
+			for mmio.LoadByte(pollBuf) != byte(rcnt) && !l.ended() {
 				if err := st.idle("waiting for the peer's write"); err != nil {
 					return l.finish(), err
 				}

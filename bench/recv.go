@@ -113,7 +113,7 @@ func (e *endpoint) runBWServer(ctx context.Context, r *receiver) (samples, error
 	var rcnt uint64
 	var dc *durationClock
 	first := true
-	st := stall{turn: e.turn}
+	st := stall{turn: e.turn, ctx: ctx}
 	for rcnt < tot || (duration && (dc == nil || dc.state.Load() != stateEnd)) {
 		if err := ctx.Err(); err != nil {
 			return sm, err

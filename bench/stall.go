@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -26,17 +27,24 @@ var StallTimeout = 15 * time.Second
 // no more than a counter, and a loop whose polls are slow (a loaded or
 // emulated CPU: half a millisecond each was seen) still notices the stall
 // within a second or two of StallTimeout.
+//
+// The wait also ends when ctx (if not nil) is done, which is checked every
+// ctxCheck empty polls: the number of polls, not of seconds, so that the
+// cancellation is seen within a fraction of a second even when each poll
+// takes that half millisecond.
 type stall struct {
 	n     uint64
 	since int64
 	grace time.Duration // added to StallTimeout: a latency loop's --latency_gap
 	// turn, when not nil, is the loop's turns, told of every poll.
 	turn *turns
+	ctx  context.Context
 }
 
 const (
 	stallStart = 0x100
 	stallCheck = 0x1000
+	ctxCheck   = 0x100
 )
 
 // stallNow reads the clock (a variable for tests).
@@ -48,10 +56,15 @@ func (s *stall) busy() {
 }
 
 // idle counts an empty poll and returns ErrStalled once the wait has lasted
-// StallTimeout.
+// StallTimeout, or ctx's error once it is done.
 func (s *stall) idle(what string) error {
 	s.n++
 	s.turn.idle()
+	if s.n%ctxCheck == 0 && s.ctx != nil {
+		if err := s.ctx.Err(); err != nil {
+			return err
+		}
+	}
 	switch {
 	case s.n == stallStart:
 		s.since = stallNow()

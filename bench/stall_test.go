@@ -128,6 +128,35 @@ func TestStallSlowPolls(t *testing.T) {
 	}
 }
 
+// TestStallSeesCancel: a wait whose empty polls take half a millisecond
+// each ends within a fraction of a second of its context's cancellation
+// (the watch of a dead peer cancels it), not after 65536 polls (33 s), as
+// when the loops checked the context that seldom.
+func TestStallSeesCancel(t *testing.T) {
+	const poll = 500 * time.Microsecond
+	ctx, cancel := context.WithCancelCause(context.Background())
+	gone := errors.New("peer gone")
+	s := stall{ctx: ctx}
+	for range 1000 {
+		if err := s.idle("waiting"); err != nil {
+			t.Fatalf("before the cancellation: %v", err)
+		}
+	}
+	cancel(gone)
+	n := 0
+	var err error
+	for err == nil && n < 1<<20 {
+		n++
+		err = s.idle("waiting")
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("%d polls after the cancellation: %v, want context.Canceled", n, err)
+	}
+	if took := time.Duration(n) * poll; took > 200*time.Millisecond {
+		t.Errorf("cancellation seen after %d polls (%v at %v each), want at most 200ms", n, took, poll)
+	}
+}
+
 // A device that completes every work request, signalled or not, as QEMU's
 // pvrdma device model does.
 type chattyDevice struct{ verbs.Device }

@@ -86,6 +86,7 @@ var nextPort = func() *atomic.Int32 {
 type proc struct {
 	cmd            *exec.Cmd
 	stdout, stderr bytes.Buffer
+	said           time.Time     // when stderr was first written to
 	banner         chan struct{} // closed when stdout shows the server banner
 	row            chan struct{} // closed when stdout shows a result row
 	copied         chan struct{} // closed when stdout is drained
@@ -102,7 +103,7 @@ func startEnv(t *testing.T, ctx context.Context, environ []string, name string, 
 	p := &proc{banner: make(chan struct{}), row: make(chan struct{}), copied: make(chan struct{})}
 	p.cmd = exec.CommandContext(ctx, filepath.Join(binDir, name), args...)
 	p.cmd.Env = environ
-	p.cmd.Stderr = &p.stderr
+	p.cmd.Stderr = stamped{p}
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +133,17 @@ func startEnv(t *testing.T, ctx context.Context, environ []string, name string, 
 		}
 	}()
 	return p
+}
+
+// stamped is a process's stderr: it keeps the time of the first write,
+// which tells a slow failure from a slow exit.
+type stamped struct{ p *proc }
+
+func (w stamped) Write(b []byte) (int, error) {
+	if w.p.said.IsZero() {
+		w.p.said = time.Now()
+	}
+	return w.p.stderr.Write(b)
 }
 
 // isNumber reports whether s is a decimal number, as a result row's first
@@ -396,12 +408,18 @@ func TestPeerKilled(t *testing.T) {
 			}
 			killed := time.Now()
 			_, _ = victim.wait()
+			reaped := time.Since(killed)
 			code, err := survivor.wait()
 			took := time.Since(killed)
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("survivor exited with %d after %v; stderr: %q", code, took, survivor.stderr.String())
+			var said time.Duration
+			if !survivor.said.IsZero() {
+				said = survivor.said.Sub(killed)
+			}
+			t.Logf("victim reaped after %v; survivor wrote its error after %v and exited with %d after %v; stderr: %q",
+				reaped, said, code, took, survivor.stderr.String())
 			if code != c.want {
 				t.Errorf("survivor exited with %d, want %d", code, c.want)
 			}
