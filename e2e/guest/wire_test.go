@@ -338,9 +338,43 @@ func (p wirePair) check(t *testing.T) pairResult {
 	r := p.run()
 	p.log(t, r)
 	if r.err != nil {
+		wireDiag(t)
 		t.Fatal(p.failure(r))
 	}
 	return r
+}
+
+// wireDiag logs the kernel's own counts of packets dropped on the way, in
+// the initial namespace and those of the wire checks: the interfaces'
+// (ip -s link) and the UDP and IP protocols' (/proc/net/snmp), which tell
+// a path that lost packets from an emulator that did.
+func wireDiag(t *testing.T) {
+	t.Helper()
+	spaces := []string{""}
+	for _, ns := range []string{*wireNS, *wireNS2} {
+		if ns != "" {
+			spaces = append(spaces, ns)
+		}
+	}
+	for _, ns := range spaces {
+		link := []string{*ipCmd, "-s", "-o", "link", "show"}
+		snmp := []string{"cat", "/proc/net/snmp"}
+		where := "the initial namespace"
+		if ns != "" {
+			link = append([]string{*ipCmd, "-n", ns}, link[1:]...)
+			snmp = append([]string{*ipCmd, "netns", "exec", ns}, snmp...)
+			where = "namespace " + ns
+		}
+		lo, err1 := wireCmd(10*time.Second, link...)
+		so, err2 := wireCmd(10*time.Second, snmp...)
+		var keep []string
+		for _, l := range strings.Split(so, "\n") {
+			if strings.HasPrefix(l, "Ip:") || strings.HasPrefix(l, "Udp:") {
+				keep = append(keep, l)
+			}
+		}
+		t.Logf("drops seen by the kernel in %s (%v, %v):\n%s\n%s", where, err1, err2, strings.TrimSpace(lo), strings.Join(keep, "\n"))
+	}
 }
 
 // wireOpts are the options of a wire check of test: the iterations, then
