@@ -179,10 +179,14 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 	s := e.newSender(m)
 	nq := cfg.NumQPs
 	iters := cfg.Iters
-	duration := cfg.Duration > 0
+	duration := cfg.Duration > 0 || e.endless != nil
 	var dc *durationClock
 	if duration {
-		dc = startDuration(ctx, cfg.Duration, cfg.Margin, e.tick)
+		if e.endless != nil {
+			dc = startEndless(ctx, e.endless, e.tick)
+		} else {
+			dc = startDuration(ctx, cfg.Duration, cfg.Margin, e.tick)
+		}
 		defer dc.end()
 		iters = 0
 	}

@@ -112,8 +112,14 @@ func (s *session) runRDMABW(ctx context.Context) error {
 		if !cfg.AllSizes {
 			s.recordCPU(int(rem.Size), span)
 		}
-		s.rec.AddBW(reports.SideRemote, rem)
-		s.writeLastRow()
+		if cfg.RunInfinitely {
+			// The client sent no results of its own: its rows came
+			// as it ran.
+			s.printf(" Client closed connection\n")
+		} else {
+			s.rec.AddBW(reports.SideRemote, rem)
+			s.writeLastRow()
+		}
 		if err := s.closeConn(); err != nil {
 			return err
 		}
@@ -156,6 +162,13 @@ func (s *session) runRDMABW(ctx context.Context) error {
 			if err := s.barrier(); err != nil {
 				return err
 			}
+		}
+		if cfg.RunInfinitely {
+			// One size, rows as it runs, and nothing to report after.
+			if err := s.endless(ctx, m); err != nil {
+				return err
+			}
+			break
 		}
 		res, err := s.measure(ctx, m, r, cfg.Bidirectional && writeImm, writeImm)
 		if err != nil {
@@ -255,6 +268,52 @@ func (s *session) measure(ctx context.Context, m *msgPlan, r *receiver, bi, rece
 	}
 	s.keepCPU(m.size, m0, sm, s.cfg.Iters*uint64(s.cfg.NumQPs))
 	return s.bwResult(m.size, sm, peak)
+}
+
+// endless is the loop of a --run_infinitely client (perftest's
+// run_iter_bw_infinitely): it sends messages of m's size until the user
+// stops it (StopTraffic) and prints a row for every period of -D
+// seconds, with the messages completed in the period; then perftest's
+// "User stopped traffic".
+func (s *session) endless(ctx context.Context, m *msgPlan) error {
+	cfg := &s.cfg
+	var stopCh <-chan struct{}
+	if cfg.StopTraffic != nil {
+		var release func()
+		stopCh, release = cfg.StopTraffic()
+		defer release()
+	}
+	stop := s.watchPeer(ctx)
+	s.startSize(m.size)
+	s.ep.endless = &endlessLoop{stop: stopCh, period: time.Duration(cfg.Duration) * time.Second}
+	s.ep.tick = func(iv interval) {
+		// perftest's print_report_bw for the period, its peak off.
+		r, err := reports.ComputeBW(reports.BWInput{
+			Size: uint64(m.size), Iters: iv.Count, NumQPs: cfg.NumQPs, Duration: true, NoPeak: true,
+			CQMod: cfg.CQMod, PostList: cfg.PostList, Gbits: cfg.ReportGbits,
+			Posted: []int64{1}, Completed: []int64{1 + int64(iv.To-iv.From)},
+		})
+		if err == nil {
+			_ = reports.WriteBWReport(s.out, &s.ti, r, nil)
+		}
+	}
+	_, err := s.ep.runBW(ctx, m, false)
+	s.ep.endless, s.ep.tick = nil, nil
+	stop()
+	if err != nil {
+		return s.peerErr(ctx, loopErr(err, s.endlessFailed()))
+	}
+	s.printf("\n User stopped traffic\n")
+	return nil
+}
+
+// endlessFailed is the line perftest's main prints when its endless loop
+// failed.
+func (s *session) endlessFailed() string {
+	if s.cfg.Verb == perftest.Read {
+		return " Error occurred while running! aborting ...\n"
+	}
+	return " Error occurred while running infinitely! aborting ...\n"
 }
 
 // reportBW prints and records this side's BW row for one size; with

@@ -77,12 +77,22 @@ type Config struct {
 	DLID       int // --dlid; 0 = the peer's
 
 	// What to run.
-	Size          uint64 // -s
-	SizeGiven     bool   // -s was on the command line (UD sizes above the MTU are then an error)
-	AllSizes      bool   // -a
-	Iters         uint64 // -n
-	Duration      int    // -D seconds; 0 = iteration mode
-	Margin        int    // -f seconds
+	Size      uint64 // -s
+	SizeGiven bool   // -s was on the command line (UD sizes above the MTU are then an error)
+	AllSizes  bool   // -a
+	Iters     uint64 // -n
+	Duration  int    // -D seconds; 0 = iteration mode (--run_infinitely: the period of its rows)
+	// RunInfinitely is --run_infinitely: the client of write_bw, read_bw
+	// or atomic_bw sends until the user stops it, printing a row for
+	// every Duration seconds.
+	RunInfinitely bool
+	// StopTraffic, for RunInfinitely, is called as the endless loop
+	// starts: the loop ends when the channel it returns is closed (the
+	// command closes it on the first SIGINT, as perftest's handler ends
+	// its loop), and release is called when the loop has ended. With
+	// StopTraffic nil only the context ends the loop.
+	StopTraffic   func() (stop <-chan struct{}, release func())
+	Margin        int // -f seconds
 	TxDepth       int
 	RxDepth       int
 	CQMod         int

@@ -28,6 +28,9 @@ type endpoint struct {
 	// tick, when set, gets each second of a duration run's loop (the
 	// interval lines).
 	tick func(interval)
+	// endless, when not nil, makes the next bandwidth loop a
+	// --run_infinitely one: it ends when the channel is closed.
+	endless *endlessLoop
 	// debugOut gets --data_validation_debug's lines.
 	debugOut io.Writer
 	// turn is the polling loops' turns (nil: the loops run locked to

@@ -86,6 +86,40 @@ type durationClock struct {
 	mark0, mark1 cpuMark
 	done         chan struct{}
 	cancel       context.CancelFunc
+	// every is the period of the ticks (0: a second); whole, that the
+	// last part of a period is not reported when the run ends.
+	every time.Duration
+	whole bool
+}
+
+// endlessLoop is a --run_infinitely loop's: stop ends it, and its rows
+// come every period.
+type endlessLoop struct {
+	stop   <-chan struct{}
+	period time.Duration
+}
+
+// startEndless starts the clock of a --run_infinitely run: it samples
+// from the start until l.stop is closed or ctx ends, and calls tick every
+// l.period with the messages of the period (perftest's print thread, which
+// prints a row every -D seconds and nothing for the last part).
+func startEndless(ctx context.Context, l *endlessLoop, tick func(interval)) *durationClock {
+	ctx, cancel := context.WithCancel(ctx)
+	d := &durationClock{done: make(chan struct{}), cancel: cancel, every: l.period, whole: true}
+	phases := make(chan struct{})
+	d.start.Store(clock.Now())
+	d.state.Store(stateSample)
+	go d.ticks(phases, tick)
+	go func() {
+		defer close(phases)
+		select {
+		case <-l.stop:
+		case <-ctx.Done():
+		}
+		d.stop.Store(clock.Now())
+		d.state.Store(stateEnd)
+	}()
+	return d
 }
 
 // end stops the clock, if it still runs (the loop failed), and waits for
@@ -166,9 +200,9 @@ func startDuration(ctx context.Context, duration, margin int, tick func(interval
 	return d
 }
 
-// ticks calls tick each second with the count of the second past, and a
-// last time when phases is closed (unless the last second was just
-// reported), then closes done.
+// ticks calls tick each second (or d.every) with the count of the period
+// past, and a last time when phases is closed (unless the last period was
+// just reported, or d.whole), then closes done.
 //
 // An interval is sampled when it lies between the switches to SAMPLE and
 // to STOP_SAMPLE as they happened (within a little slack), not as they
@@ -188,14 +222,18 @@ func (d *durationClock) ticks(phases <-chan struct{}, tick func(interval)) {
 		tick(interval{From: last, To: at, Count: c - lastCount, Sampled: sampled})
 		last, lastNS, lastCount = at, now, c
 	}
-	tk := time.NewTicker(time.Second)
+	every := d.every
+	if every == 0 {
+		every = time.Second
+	}
+	tk := time.NewTicker(every)
 	defer tk.Stop()
 	for {
 		select {
 		case <-tk.C:
 			report()
 		case <-phases:
-			if time.Since(t0)-last > 2*time.Duration(slack) {
+			if !d.whole && time.Since(t0)-last > 2*time.Duration(slack) {
 				report()
 			}
 			return

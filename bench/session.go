@@ -94,7 +94,7 @@ type failure struct {
 	msg  string
 	err  error
 	loop bool   // the measurement loop failed (perftest's run_iter_*)
-	what string // with loop, the name of perftest's loop, when runErr knew it
+	tail string // with loop, the line perftest's main prints after the loop failed, when known
 }
 
 func (f *failure) Error() string {
@@ -302,18 +302,24 @@ func (s *session) waitDestroy(ctx context.Context) {
 
 // runErr turns a loop error into perftest's report.
 func runErr(err error, what string) error {
+	return loopErr(err, " Failed to complete "+what+" function successfully\n")
+}
+
+// loopErr is runErr with the line perftest's main prints after the
+// loop's own message.
+func loopErr(err error, tail string) error {
 	var f *failure
 	var ce *errCompletion
 	switch {
 	case errors.As(err, &ce):
-		f = &failure{msg: ce.Error() + " Failed to complete " + what + " function successfully\n", err: err}
+		f = &failure{msg: ce.Error() + tail, err: err}
 	case errors.As(err, &f):
 		f.loop = true
 		return err
 	default:
-		f = &failure{msg: " " + err.Error() + "\n Failed to complete " + what + " function successfully\n", err: err}
+		f = &failure{msg: " " + err.Error() + "\n" + tail, err: err}
 	}
-	f.loop, f.what = true, what
+	f.loop, f.tail = true, tail
 	return f
 }
 
@@ -353,10 +359,8 @@ func (s *session) peerErr(ctx context.Context, err error) error {
 				return cause
 			}
 			msg := f.msg
-			if lf.what != "" {
-				msg += " Failed to complete " + lf.what + " function successfully\n"
-			}
-			return &failure{msg: msg, err: cause, loop: true, what: lf.what}
+			msg += lf.tail
+			return &failure{msg: msg, err: cause, loop: true, tail: lf.tail}
 		}
 	}
 	return err

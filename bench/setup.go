@@ -220,6 +220,12 @@ func (s *session) params() oob.Params {
 		p.TestMethod = oob.RunAll
 		p.Size = MaxSize
 	}
+	if cfg.RunInfinitely {
+		// The iterations stay what they were before --run_infinitely
+		// made it a duration run: 0 after -D, else -n's.
+		p.TestMethod = oob.RunInfinitely
+		p.Iters = cfg.Iters
+	}
 	if cfg.ReportGbits {
 		p.ReportFmt = oob.GBS
 	}

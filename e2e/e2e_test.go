@@ -382,15 +382,24 @@ func TestPeerKilled(t *testing.T) {
 		args []string
 		kill string // "server" or "client"
 		want int
+		says string // how the survivor's stderr says its loop failed
 	}{
-		{"write_bw", []string{"-D", "30"}, "server", 1},
-		{"send_bw", []string{"-n", "1000000000"}, "server", 17},
-		{"read_lat", []string{"-D", "30"}, "server", 17},
-		{"send_lat", []string{"-n", "1000000000"}, "client", 17},
-		{"send_lat", []string{"-D", "30"}, "server", 17},
-		{"write_lat", []string{"-D", "30"}, "client", 1},
+		{"write_bw", []string{"-D", "30"}, "server", 1, ""},
+		{"send_bw", []string{"-n", "1000000000"}, "server", 17, ""},
+		{"read_lat", []string{"-D", "30"}, "server", 17, ""},
+		{"send_lat", []string{"-n", "1000000000"}, "client", 17, ""},
+		{"send_lat", []string{"-D", "30"}, "server", 17, ""},
+		{"write_lat", []string{"-D", "30"}, "client", 1, ""},
+		{"write_bw", []string{"--run_infinitely", "-D", "1"}, "server", 1, " Error occurred while running infinitely! aborting ...\n"},
 	} {
-		t.Run(c.test+"/kill_"+c.kill, func(t *testing.T) {
+		if c.says == "" {
+			c.says = "Failed to complete run_iter"
+		}
+		name := c.test
+		if c.args[0] == "--run_infinitely" {
+			name += "_infinitely"
+		}
+		t.Run(name+"/kill_"+c.kill, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			port := strconv.Itoa(freePort(t))
@@ -426,7 +435,7 @@ func TestPeerKilled(t *testing.T) {
 			if survivor.stderr.Len() == 0 {
 				t.Error("survivor printed no error")
 			}
-			if !strings.Contains(survivor.stderr.String(), "Failed to complete run_iter") {
+			if !strings.Contains(survivor.stderr.String(), c.says) {
 				t.Errorf("survivor's stderr does not say its loop failed: %q", survivor.stderr.String())
 			}
 			if took > 5*time.Second {

@@ -38,10 +38,15 @@ func (p *parser) forceDependencies() error {
 	lat := p.test.lat()
 	recv := p.verb.HasReceives()
 
+	// perftest sets the method from --run_infinitely after reading the
+	// whole command line: it replaces -a's.
+	if p.runInf {
+		p.method = runInfinitely
+	}
 	if p.verb == perftest.Write {
 		c.RxDepth = 1
 	}
-	if !p.durationMode {
+	if !p.durationMode && p.method != runInfinitely {
 		if uint64(c.TxDepth) > c.Iters {
 			c.TxDepth = int(c.Iters)
 		}
@@ -166,6 +171,11 @@ func (p *parser) forceDependencies() error {
 	if recv && bw && !p.client && !c.Bidirectional {
 		p.noPeak(true)
 	}
+	if p.method == runInfinitely {
+		if err := p.runInfinitelyDeps(); err != nil {
+			return err
+		}
+	}
 
 	if c.Events && p.verb == perftest.Write {
 		return p.depErr(" Events feature not available on WRITE verb\n")
@@ -250,6 +260,37 @@ func (p *parser) forceDependencies() error {
 	return nil
 }
 
+// runInfinitelyDeps is perftest's check of --run_infinitely (its
+// messages, in its order), then pvperf's own limits: pvperf runs it on
+// the RDMA bandwidth tests, whose client sends and whose server waits.
+func (p *parser) runInfinitelyDeps() error {
+	c := &p.cfg
+	bw := p.test.bw()
+	p.noPeak(bw)
+	if !p.durationMode {
+		p.durationMode = true
+		if p.margin == -1 {
+			p.margin = p.duration / 4
+		}
+	}
+	switch {
+	case c.Events:
+		return p.depErr(" run_infinitely does not support events feature yet.\n")
+	case !bw:
+		return p.depErr(" run_infinitely exists only in BW tests for now.\n")
+	case c.Bidirectional && p.verb.HasReceives():
+		return p.depErr(" run_infinitely mode is not supported in SEND, SEND_IMM or WRITE_IMM Bidirectional BW test\n")
+	case p.verb.HasReceives():
+		return p.exitErr(" --run_infinitely runs write_bw, read_bw and atomic_bw in pvperf (the endless loops of receiving servers are not implemented)\n")
+	case c.Bidirectional:
+		return p.exitErr(" --run_infinitely runs unidirectional tests only in pvperf (-b is not implemented with it)\n")
+	case c.Repeat > 1 || c.JSON || c.CSVFile != "" || c.HTMLFile != "" || c.IntervalJSON != "" || c.LimitBWSet || c.LimitMsgRate > 0:
+		return p.exitErr(" --run_infinitely prints a row per period and no result at its end: --repeat, --out_json, --out_csv, --out_html, --interval_json and the limits (-w, -y) do not go with it\n")
+	}
+	c.RunInfinitely = true
+	return nil
+}
+
 // noPeak disables the BW peak, warning (on BW tests) when it was on.
 func (p *parser) noPeak(warn bool) {
 	if !p.cfg.NoPeak && warn {
@@ -276,6 +317,8 @@ func (p *parser) dataValidationDeps() error {
 		return p.depErr(" --data_validation is only supported in bandwidth tests\n")
 	case c.PostList > 1:
 		return p.depErr(" --data_validation is incompatible with --post_list > 1\n")
+	case p.method == runInfinitely:
+		return p.depErr(" --data_validation is incompatible with --run_infinitely\n")
 	case c.Connection != perftest.RC:
 		return p.depErr(" --data_validation requires RC connection type\n")
 	case c.PayloadFile != "":

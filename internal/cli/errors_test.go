@@ -165,7 +165,19 @@ func TestErrors(t *testing.T) {
 		{"send_bw", "--recv_post_list=16 -r 32 -q 4 --use-srq -n 1024 host", RL,
 			" Receive post list size (16) is larger than the receive queue depth per QP (8): no receive could be posted (raise -r or lower --recv_post_list)\n"},
 
+		{"write_bw", "--data_validation --run_infinitely", RL, " --data_validation is incompatible with --run_infinitely\n"},
+		{"send_lat", "--run_infinitely", RL, " run_infinitely exists only in BW tests for now.\n"},
+		{"read_bw", "--run_infinitely -e", " WARNING: BW peak won't be measured in this run.\n" + RL, " run_infinitely does not support events feature yet.\n"},
+		{"send_bw", "--run_infinitely -b host", " WARNING: BW peak won't be measured in this run.\n" + RL,
+			" run_infinitely mode is not supported in SEND, SEND_IMM or WRITE_IMM Bidirectional BW test\n"},
+
 		// pvperf's own options.
+		{"send_bw", "--run_infinitely", " WARNING: BW peak won't be measured in this run.\n",
+			" --run_infinitely runs write_bw, read_bw and atomic_bw in pvperf (the endless loops of receiving servers are not implemented)\n"},
+		{"write_bw", "--run_infinitely -b", " WARNING: BW peak won't be measured in this run.\n",
+			" --run_infinitely runs unidirectional tests only in pvperf (-b is not implemented with it)\n"},
+		{"write_bw", "--run_infinitely --out_json", " WARNING: BW peak won't be measured in this run.\n",
+			" --run_infinitely prints a row per period and no result at its end: --repeat, --out_json, --out_csv, --out_html, --interval_json and the limits (-w, -y) do not go with it\n"},
 		{"write_bw", "--loopback host", "", " --loopback runs the server and the client in this process: give no <host>\n" + PF},
 		{"write_bw", "--peer-timeout=soon", "", " Peer timeout argument soon should be a duration (such as 500ms, 10s or 2m) or seconds\n" + PF},
 		{"write_bw", "--peer-timeout=0s", "", " Peer timeout must be positive\n" + PF},

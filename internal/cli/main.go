@@ -85,6 +85,11 @@ func Run(ctx context.Context, cfg bench.Config, stdout, stderr io.Writer) (repor
 		return reports.Run{}, fmt.Errorf("no device %q: %w", cfg.Device, errReported)
 	}
 	cfg.PvperfVersion = Version
+	if cfg.RunInfinitely && cfg.StopTraffic == nil {
+		// perftest's SIGINT handler ends the endless loop, and the run
+		// then ends as usual.
+		cfg.StopTraffic = func() (<-chan struct{}, func()) { return interrupt.Soft(ctx) }
+	}
 	if n := Procs(dev, cfg.Loopback || cfg.DataValidation, os.Getenv("GOMAXPROCS")); n > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
 	}

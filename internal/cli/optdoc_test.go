@@ -79,7 +79,12 @@ none of pvperf's tests).
 			if _, ok := rows[o.long]; ok {
 				why = "`TestOptionBehaviour/" + o.long + "`"
 			} else {
-				why = "`" + optionEvidence[o.long] + "`"
+				// "Test; note": the test, then a note on its limits.
+				test, note, _ := strings.Cut(optionEvidence[o.long], "; ")
+				why = "`" + test + "`"
+				if note != "" {
+					why += "; " + note
+				}
 			}
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", name, scope, status, why)

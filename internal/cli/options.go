@@ -401,7 +401,10 @@ func options() *optTable {
 	other("local_ip", 0, true, whyRawEth)
 	other("remote_port", 0, true, whyRawEth)
 	other("local_port", 0, true, whyRawEth)
-	unsup("run_infinitely", 0, false, "endless runs with a row per period are not implemented; use -D", relBW)
+	add(&opt{long: "run_infinitely", rel: relBW, set: func(p *parser, _ string) error {
+		p.runInf = true
+		return nil
+	}})
 	add(&opt{long: "report_gbits", rel: relBW, set: func(p *parser, _ string) error {
 		p.cfg.ReportGbits = true
 		return nil

@@ -49,6 +49,7 @@ type testMethod uint8
 const (
 	runRegular testMethod = iota
 	runAll
+	runInfinitely
 )
 
 // parser holds perftest's parameters while the command line is read: the
@@ -68,6 +69,7 @@ type parser struct {
 	rawEth       bool // -c RawEth
 	method       testMethod
 	durationMode bool // perftest's test_type == DURATION
+	runInf       bool // --run_infinitely was given (it outranks -a)
 	duration     int  // perftest keeps 5 even in iteration mode
 	margin       int  // -1 until -f or the duration/4 default
 	reqCQMod     bool

@@ -53,8 +53,12 @@ func (e interrupted) Is(target error) bool {
 // one kills the process at once; and if stop has not been called within
 // grace, a line naming the command goes to stderr and the process exits
 // with ExitStatus. stop releases the signals and the goroutine.
+//
+// While a loop holds a Soft stop of ctx, an interrupt closes that stop
+// instead, and the next signal does the above.
 func Context(cmd string, grace time.Duration, stderr io.Writer) (ctx context.Context, stop func()) {
-	ctx, cancelCause := context.WithCancelCause(context.Background())
+	ss := &softStop{}
+	ctx, cancelCause := context.WithCancelCause(context.WithValue(context.Background(), softKey{}, ss))
 	cancel := func() { cancelCause(nil) }
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, unix.SIGTERM)
@@ -69,10 +73,15 @@ func Context(cmd string, grace time.Duration, stderr io.Writer) (ctx context.Con
 	}
 	go func() {
 		var s os.Signal
-		select {
-		case s = <-sig:
-		case <-done:
-			return
+		for {
+			select {
+			case s = <-sig:
+			case <-done:
+				return
+			}
+			if s != os.Interrupt || !ss.take() {
+				break
+			}
 		}
 		signal.Stop(sig)
 		cancelCause(interrupted{s})
@@ -86,4 +95,48 @@ func Context(cmd string, grace time.Duration, stderr io.Writer) (ctx context.Con
 		}
 	}()
 	return ctx, stop
+}
+
+// softStop is the stop a loop holds (Soft), if any.
+type softStop struct {
+	mu   sync.Mutex
+	stop chan struct{}
+}
+
+type softKey struct{}
+
+// take closes the stop held, if any, and reports whether there was one.
+func (s *softStop) take() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop == nil {
+		return false
+	}
+	close(s.stop)
+	s.stop = nil
+	return true
+}
+
+// Soft has the next interrupt (SIGINT) of ctx's Context close stop rather
+// than cancel ctx, until release is called: a loop that the user ends
+// (perftest's --run_infinitely, ended by its SIGINT handler) then
+// finishes the run as usual. SIGTERM, and an interrupt after that first
+// one, cancel ctx as always. For a ctx that Context did not make, nothing
+// closes stop.
+func Soft(ctx context.Context) (stop <-chan struct{}, release func()) {
+	ss, ok := ctx.Value(softKey{}).(*softStop)
+	ch := make(chan struct{})
+	if !ok {
+		return ch, func() {}
+	}
+	ss.mu.Lock()
+	ss.stop = ch
+	ss.mu.Unlock()
+	return ch, func() {
+		ss.mu.Lock()
+		if ss.stop == ch {
+			ss.stop = nil
+		}
+		ss.mu.Unlock()
+	}
 }

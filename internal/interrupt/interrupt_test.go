@@ -33,6 +33,19 @@ func TestMain(m *testing.M) {
 		// Longer than the grace period: stop disarmed it.
 		time.Sleep(time.Second)
 		os.Exit(0)
+	case "soft":
+		ctx, stop := Context("soft", 5*time.Second, os.Stderr)
+		halt, release := Soft(ctx)
+		os.Stdout.WriteString("ready\n")
+		<-halt
+		release()
+		if ctx.Err() == nil {
+			os.Stdout.WriteString("stopped, not cancelled\n")
+		}
+		<-ctx.Done()
+		stop()
+		os.Stdout.WriteString("cancelled\n")
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
@@ -40,6 +53,12 @@ func TestMain(m *testing.M) {
 // helper starts the helper process in mode, waits for it to be ready and
 // sends it SIGTERM n times, 100 ms apart.
 func helper(t *testing.T, mode string, n int) (stdout, stderr string, took time.Duration, err error) {
+	t.Helper()
+	return helperSig(t, mode, n, unix.SIGTERM)
+}
+
+// helperSig is helper with the signal sig.
+func helperSig(t *testing.T, mode string, n int, sig os.Signal) (stdout, stderr string, took time.Duration, err error) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "INTERRUPT_HELPER="+mode)
@@ -65,7 +84,7 @@ func helper(t *testing.T, mode string, n int) (stdout, stderr string, took time.
 		if i > 0 {
 			time.Sleep(100 * time.Millisecond)
 		}
-		_ = cmd.Process.Signal(unix.SIGTERM)
+		_ = cmd.Process.Signal(sig)
 	}
 	read := make(chan struct{})
 	go func() { _, _ = so.ReadFrom(r); close(read) }()
@@ -109,6 +128,27 @@ func TestStopDisarms(t *testing.T) {
 	stdout, stderr, _, err := helper(t, "clean", 1)
 	if err != nil || stderr != "" || !strings.Contains(stdout, "cancelled") {
 		t.Fatalf("exit %v, stdout %q, stderr %q", err, stdout, stderr)
+	}
+}
+
+// TestSoftStop: while a loop holds a Soft stop, the first interrupt
+// closes it and leaves the context alone; the second cancels the context.
+func TestSoftStop(t *testing.T) {
+	stdout, stderr, _, err := helperSig(t, "soft", 2, os.Interrupt)
+	if err != nil || stderr != "" || stdout != "stopped, not cancelled\ncancelled\n" {
+		t.Fatalf("exit %v, stdout %q, stderr %q", err, stdout, stderr)
+	}
+}
+
+// TestSoftStopOtherContext: a context that Context did not make gives a
+// stop that nothing closes.
+func TestSoftStopOtherContext(t *testing.T) {
+	halt, release := Soft(context.Background())
+	defer release()
+	select {
+	case <-halt:
+		t.Fatal("stop closed")
+	default:
 	}
 }
 
