@@ -154,6 +154,25 @@ func TestWaitDestroy(t *testing.T) {
 	if d := time.Since(start); d < time.Second {
 		t.Errorf("the run took %v, less than the wait", d)
 	}
+
+	// A client that never reached its server ends at once, as perftest's,
+	// whose main leaves before destroy_ctx (where it waits).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close() // nothing listens there now
+	cfg.Loopback, cfg.Server, cfg.Port, cfg.WaitDestroy = false, "127.0.0.1", port, 3*time.Second
+	var o bytes.Buffer
+	start = time.Now()
+	_, err = Run(context.Background(), normalize(cfg), device(t, emu.ProfileUnrestricted, 2), &o, &bytes.Buffer{})
+	if err == nil {
+		t.Fatal("a client with no server succeeded")
+	}
+	if d := time.Since(start); d > 2*time.Second || strings.Contains(o.String(), "Waiting 3 seconds") {
+		t.Errorf("a client that never connected waited: %v, output:\n%s", d, o.String())
+	}
 }
 
 // TestForceLink: --force-link=IB on the emulator's Ethernet port makes

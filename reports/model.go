@@ -278,7 +278,7 @@ func latencyRow(side string, res *LatencyResult, clock Clock) Result {
 		TPS:       NaN,
 	}
 	return Result{Side: side, Size: res.Size, Iterations: res.Iters, Latency: &st, CPUUtil: cpuNum(res.CPUUtil),
-		Distribution: newDistribution(res.Hist, res.Quotient/f)}
+		Distribution: newDistribution(res.Hist, res.HistPerUs)}
 }
 
 // latencyDurationRow is a duration-mode latency result of side in the

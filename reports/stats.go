@@ -328,21 +328,24 @@ type LatencyResult struct {
 	// but the 2 largest).
 	Measured int
 	// Quotient is the divisor from ticks to the unit (MHz*RTTFactor, or
-	// with -C RTTFactor times the ticks per cycle).
+	// with -C RTTFactor: the samples are then whole cycles, as
+	// perftest's).
 	Quotient float64
 	// UsPerUnit converts the unit to microseconds: 1, or with -C the
 	// microseconds of a cycle.
 	UsPerUnit float64
 	// Unsorted are the samples in measurement order, and Sorted the
 	// samples sorted ascending (all of them, including the 2 dropped), in
-	// ticks. Unsorted is what -U prints; Sorted[:Measured] what -H prints.
+	// ticks (with -C and CyclesMHz, in cycles). Unsorted is what -U
+	// prints; Sorted[:Measured] what -H prints.
 	Unsorted []int64
 	Sorted   []int64
 	// CPUUtil is the CPU_Util[%] column (--cpu_util with -D).
 	CPUUtil float32
 	// Hist is the loop's HDR histogram of the samples, in ticks (nil
-	// without one); divide by Quotient for the unit.
-	Hist *hdr.Histogram
+	// without one); divide by HistPerUs for microseconds.
+	Hist      *hdr.Histogram
+	HistPerUs float64
 }
 
 // latencyTail is perftest's LAT_MEASURE_TAIL: the largest samples dropped.
@@ -375,18 +378,24 @@ func ComputeLatency(in LatencyInput) (LatencyResult, error) {
 	rtt := float64(max(in.RTTFactor, 1))
 	unitsPerTick := in.Clock.mhz()
 	unit, usPerUnit := "usec", 1.0
+	samples := in.Samples
 	if in.Cycles {
 		unit = "cycles"
+		unitsPerTick, usPerUnit = 1, 1/in.Clock.mhz()
 		if in.CyclesMHz > 0 {
-			unitsPerTick /= in.CyclesMHz
+			// perftest's samples are differences of the cycle
+			// counter, whole cycles: so are these.
+			perTick := in.CyclesMHz / in.Clock.mhz()
+			samples = make([]int64, n)
+			for i, t := range in.Samples {
+				samples[i] = int64(math.Round(float64(t) * perTick))
+			}
 			usPerUnit = 1 / in.CyclesMHz
-		} else {
-			unitsPerTick, usPerUnit = 1, 1/in.Clock.mhz()
 		}
 	}
 	q := float64(unitsPerTick * rtt)
 
-	sorted := slices.Clone(in.Samples)
+	sorted := slices.Clone(samples)
 	// perftest's cycles_compare compares unsigned cycles_t values.
 	slices.SortFunc(sorted, func(a, b int64) int {
 		ua, ub := uint64(a), uint64(b)
@@ -439,10 +448,11 @@ func ComputeLatency(in LatencyInput) (LatencyResult, error) {
 		Measured:  m,
 		Quotient:  q,
 		UsPerUnit: usPerUnit,
-		Unsorted:  slices.Clone(in.Samples),
+		Unsorted:  slices.Clone(samples),
 		Sorted:    sorted,
 		CPUUtil:   in.CPUUtil,
 		Hist:      in.Hist,
+		HistPerUs: in.Clock.mhz() * rtt,
 	}, nil
 }
 

@@ -468,6 +468,27 @@ func TestComputeBWLargeRunIsConsistent(t *testing.T) {
 	}
 }
 
+// TestComputeLatencyWholeCycles: with -C the samples are whole cycles,
+// as perftest's differences of the cycle counter, so a READ's (round trip
+// factor 1) figures have no fraction, and a SEND's at most a half.
+func TestComputeLatencyWholeCycles(t *testing.T) {
+	samples := []int64{151, 152, 157, 149, 150, 163, 171, 900, 1000} // ns, at 2596 MHz: fractions of cycles
+	for _, rtt := range []int{1, 2} {
+		r, err := ComputeLatency(LatencyInput{Size: 2, Iters: 10, Samples: samples, RTTFactor: rtt, Cycles: true, CyclesMHz: 2596})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []float64{r.Min, r.Max, r.Typical, r.P99, r.P999} {
+			if v*float64(rtt) != math.Trunc(v*float64(rtt)) {
+				t.Errorf("rtt %d: %v cycles is not a whole number of cycles over %d (min %v max %v typical %v)", rtt, v, rtt, r.Min, r.Max, r.Typical)
+			}
+		}
+		if want := int64(math.Round(float64(samples[0]) * 2.596)); r.Unsorted[0] != want {
+			t.Errorf("first sample %d cycles, want %d", r.Unsorted[0], want)
+		}
+	}
+}
+
 // TestComputeLatencyCyclesMHz: with -C at a known cycle rate, nanosecond
 // samples are reported in cycles, and the model's microseconds and
 // distribution stay microseconds.

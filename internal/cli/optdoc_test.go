@@ -41,6 +41,11 @@ Every option perftest 6.29 accepts is in one of three states:
 test; options of raw Ethernet, accelerators and vendor features belong to
 none of pvperf's tests).
 
+Spelling: pvperf takes ` + "`_`" + ` and ` + "`-`" + ` alike in long option names
+(` + "`--use_srq`" + ` is ` + "`--use-srq`" + `, ` + "`--tx_depth`" + ` is ` + "`--tx-depth`" + `), and
+` + "`--report-histogram`" + ` for perftest's ` + "`--report-histogrm`" + `; perftest takes only
+the spelling below, so a script meant for both should use it.
+
 | Option | Tests | Status | Shown by / reason |
 |---|---|---|---|
 `)
