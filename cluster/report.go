@@ -40,6 +40,9 @@ type Link struct {
 	// Status is "ok", "failed" (the test did not run to its end) or
 	// "threshold" (a threshold failed it; Err says which).
 	Status string `json:"status"`
+	// Measured is the value, nil when the pair failed (null in JSON, in
+	// place of PairResult's value).
+	Measured *float64 `json:"value"`
 }
 
 // NodeLinks counts a rank's failing links.
@@ -53,17 +56,17 @@ type NodeLinks struct {
 // Report is a run's report: what rank 0 writes as JSON, CSV, HTML and
 // text.
 type Report struct {
-	Schema     string     `json:"schema"`
-	Test       string     `json:"test"`
-	Args       []string   `json:"args"`
-	Pattern    Pattern    `json:"pattern"`
-	Size       int        `json:"size"`
-	Launcher   string     `json:"launcher"`
-	Metric     Metric     `json:"metric"`
-	Thresholds Thresholds `json:"thresholds"`
-	Members    []Member   `json:"members"`
-	Rounds     int        `json:"rounds"`
-	Links      []Link     `json:"links"`
+	Schema     string      `json:"schema"`
+	Test       string      `json:"test"`
+	Args       []string    `json:"args"`
+	Pattern    Pattern     `json:"pattern"`
+	Size       int         `json:"size"`
+	Launcher   string      `json:"launcher"`
+	Metric     Metric      `json:"metric"`
+	Thresholds *Thresholds `json:"thresholds,omitempty"` // nil: none set
+	Members    []Member    `json:"members"`
+	Rounds     int         `json:"rounds"`
+	Links      []Link      `json:"links"`
 	// Matrix[server][client] is the link's value; null where the pair
 	// did not run or failed.
 	Matrix [][]*float64 `json:"matrix"`
@@ -78,8 +81,11 @@ type Report struct {
 // NewReport builds the report of res, judging each link by th.
 func NewReport(test string, args []string, launcher string, m Metric, th Thresholds, p Pattern, res *Results) *Report {
 	r := &Report{Schema: Schema, Test: test, Args: args, Pattern: p, Size: len(res.Members), Launcher: launcher,
-		Metric: m, Thresholds: th, Members: res.Members, Rounds: res.Rounds,
+		Metric: m, Members: res.Members, Rounds: res.Rounds,
 		RendezvousSeconds: res.RendezvousSeconds, Seconds: res.Seconds, Failing: []Link{}, FailingNodes: []NodeLinks{}}
+	if th != (Thresholds{}) {
+		r.Thresholds = &th
+	}
 	var ran []float64
 	for _, pr := range res.Pairs {
 		if pr.Err == "" {
@@ -110,6 +116,7 @@ func NewReport(test string, args []string, launcher string, m Metric, th Thresho
 		} else {
 			v := pr.Value
 			r.Matrix[pr.Server][pr.Client] = &v
+			l.Measured = &v
 			if why := th.judge(v, median, m); why != "" {
 				l.Status, l.Err = "threshold", why
 			}
@@ -141,7 +148,8 @@ func (th Thresholds) judge(v, median float64, m Metric) string {
 	if m.HigherIsBetter {
 		switch {
 		case th.MinBW > 0 && v < th.MinBW:
-			return fmt.Sprintf("%s %s below --min_bw %s", f(v), m.Unit, f(th.MinBW))
+			a, b := distinct(v, th.MinBW)
+			return fmt.Sprintf("%s %s below --min_bw %s", a, m.Unit, b)
 		case th.MedianPct > 0 && !math.IsNaN(median) && v < median*th.MedianPct/100:
 			return fmt.Sprintf("%s %s below %s%% of the median link (%s)", f(v), m.Unit, f(th.MedianPct), f(median))
 		}
@@ -149,11 +157,24 @@ func (th Thresholds) judge(v, median float64, m Metric) string {
 	}
 	switch {
 	case th.MaxLat > 0 && v > th.MaxLat:
-		return fmt.Sprintf("%s %s above --max_lat %s", f(v), m.Unit, f(th.MaxLat))
+		a, b := distinct(v, th.MaxLat)
+		return fmt.Sprintf("%s %s above --max_lat %s", a, m.Unit, b)
 	case th.MedianPct > 0 && !math.IsNaN(median) && v > median*100/th.MedianPct:
 		return fmt.Sprintf("%s %s above the median link (%s) by more than %s%% allows", f(v), m.Unit, f(median), f(th.MedianPct))
 	}
 	return ""
+}
+
+// distinct formats a and b with two decimals, or as many more as it takes
+// for the two texts to differ (a link 0.2205 above a limit of 0.22 is not
+// "0.22 above 0.22").
+func distinct(a, b float64) (string, string) {
+	for prec := 2; ; prec++ {
+		x, y := strconv.FormatFloat(a, 'f', prec, 64), strconv.FormatFloat(b, 'f', prec, 64)
+		if x != y || prec >= 9 {
+			return x, y
+		}
+	}
 }
 
 // OK tells whether every link ran and passed the thresholds.
@@ -195,17 +216,27 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, " %10d", c)
 		}
 		fmt.Fprintln(w)
+		failed := map[[2]int]bool{}
+		for _, l := range r.Links {
+			if l.Status == "failed" {
+				failed[[2]int{l.Server, l.Client}] = true
+			}
+		}
 		for s, row := range r.Matrix {
 			fmt.Fprintf(w, " %-12d ", s)
-			for _, v := range row {
-				if v == nil {
-					fmt.Fprintf(w, " %10s", "-")
-				} else {
+			for c, v := range row {
+				switch {
+				case v != nil:
 					fmt.Fprintf(w, " %10.2f", *v)
+				case failed[[2]int{s, c}]:
+					fmt.Fprintf(w, " %10s", "failed")
+				default:
+					fmt.Fprintf(w, " %10s", "-")
 				}
 			}
 			fmt.Fprintln(w)
 		}
+		fmt.Fprintf(w, " (-: not measured in this direction)\n")
 	}
 	for _, l := range r.Failing {
 		fmt.Fprintf(w, " FAILING link %d (%s) -> %d (%s): %s\n", l.Server, l.ServerHost, l.Client, l.ClientHost, l.Err)
@@ -252,7 +283,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 					q = 1 - q
 				}
 				// Red (worst) to green (best).
-				rows[s][c] = cell{Text: strconv.FormatFloat(*v, 'f', 1, 64),
+				rows[s][c] = cell{Text: strconv.FormatFloat(*v, 'f', 2, 64),
 					Style: template.CSS(fmt.Sprintf("background:hsl(%.0f,70%%,75%%)", 120*q)),
 					Title: fmt.Sprintf("%d -> %d: %.2f %s", s, c, *v, r.Metric.Unit)}
 			}

@@ -97,3 +97,60 @@ func TestReportFormats(t *testing.T) {
 		}
 	}
 }
+
+// TestReportFailedLinks: a failed link has no value: null in the JSON's
+// links as in its matrix, "failed" in the text matrix (where "-" is a
+// direction not measured), and no thresholds object when none is set.
+func TestReportFailedLinks(t *testing.T) {
+	r := NewReport("write_bw", nil, "flags", bw, Thresholds{}, AllPairs, results())
+	var b bytes.Buffer
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Links []map[string]any `json:"links"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range raw.Links {
+		v, ok := l["value"]
+		switch {
+		case !ok:
+			t.Errorf("link %v has no value key", l)
+		case l["status"] == "failed" && v != nil:
+			t.Errorf("failed link %v has value %v, want null", l, v)
+		case l["status"] != "failed" && v == nil:
+			t.Errorf("link %v that ran has a null value", l)
+		}
+	}
+	if strings.Contains(b.String(), `"thresholds"`) {
+		t.Errorf("thresholds written though none was set:\n%s", b.String())
+	}
+	b.Reset()
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	// Row 1 (server 1): - to 0 (not measured), itself, failed to 2, - to 3.
+	found := false
+	for l := range strings.SplitSeq(b.String(), "\n") {
+		if strings.Join(strings.Fields(l), " ") == "1 - - failed -" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("text matrix does not mark 1 -> 2 failed:\n%s", b.String())
+	}
+}
+
+// TestReportThresholdPrecision: a link just beyond a threshold is not
+// said to be at it: the figures get the decimals that tell them apart.
+func TestReportThresholdPrecision(t *testing.T) {
+	lat := Metric{Name: "latency_typical", Unit: "usec"}
+	res := &Results{Members: []Member{{Rank: 0, Host: "a"}, {Rank: 1, Host: "b"}}, Rounds: 1,
+		Pairs: []PairResult{{Round: 1, Server: 0, Client: 1, Value: 0.2205}}}
+	r := NewReport("send_lat", nil, "flags", lat, Thresholds{MaxLat: 0.22}, AllPairs, res)
+	if len(r.Failing) != 1 || r.Failing[0].Err != "0.221 usec above --max_lat 0.220" {
+		t.Errorf("failing %+v", r.Failing)
+	}
+}

@@ -120,7 +120,7 @@ func Join(ctx context.Context, addr string, cfg Config, me Member, test Test) er
 			continue // the test it cancels has ended
 		}
 		task := *m.Task
-		tctx, cancel := context.WithTimeoutCause(ctx, cfg.PairTimeout, errors.New("the pair timeout"))
+		tctx, cancel := context.WithTimeoutCause(ctx, cfg.PairTimeout, fmt.Errorf("the pair timeout (%v) ended the test", cfg.PairTimeout))
 		var once sync.Once
 		ready := func() {
 			once.Do(func() { _ = send(message{Type: msgReady, Round: task.Round}) })

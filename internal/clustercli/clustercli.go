@@ -441,19 +441,16 @@ func runTask(ctx context.Context, o options, t cluster.Task, ready func(), verbo
 	}
 	cfg, err := cli.Parse(o.test, args, w, ew)
 	if err != nil {
-		return cluster.Outcome{Err: fmt.Sprintf("%s %s: %v %s", o.test, strings.Join(args, " "), err, strings.TrimSpace(errOut.String()))}
+		return cluster.Outcome{Err: o.test + " " + strings.Join(args, " ") + ": " + oneLine(errOut.String(), err.Error())}
 	}
 	cfg.Listening = func(int) { ready() }
 	res, err := cli.Run(ctx, cfg, w, ew)
 	if err != nil {
-		msg := strings.TrimSpace(errOut.String())
-		if msg == "" {
-			msg = strings.TrimSpace(bench.PerftestMessage(err))
+		msg := errOut.String()
+		if strings.TrimSpace(msg) == "" {
+			msg = bench.PerftestMessage(err)
 		}
-		if i := strings.LastIndexByte(msg, '\n'); i >= 0 && len(msg) > 400 {
-			msg = msg[i+1:]
-		}
-		return cluster.Outcome{Err: fmt.Sprintf("%v: %s", err, msg)}
+		return cluster.Outcome{Err: oneLine(err.Error(), msg)}
 	}
 	if t.Server {
 		return cluster.Outcome{}
@@ -461,23 +458,62 @@ func runTask(ctx context.Context, o options, t cluster.Task, ready func(), verbo
 	return cluster.Outcome{Value: value(res, o.metric)}
 }
 
-// value is the run's figure of metric m: the last result row's.
+// oneLine is a failed test's texts on one line, for the report's line
+// (and CSV field) of its link: their lines in order, each said once, joined
+// by "; ", and at most maxErrLen bytes (the end kept: the last lines say
+// what ended the test).
+func oneLine(texts ...string) string {
+	var lines []string
+	seen := map[string]bool{}
+	for _, t := range texts {
+		for l := range strings.SplitSeq(t, "\n") {
+			l = strings.TrimSpace(l)
+			if l == "" || seen[l] {
+				continue
+			}
+			seen[l] = true
+			lines = append(lines, l)
+		}
+	}
+	s := strings.Join(lines, "; ")
+	if len(s) > maxErrLen {
+		s = "..." + s[len(s)-maxErrLen:]
+	}
+	return s
+}
+
+// maxErrLen bounds a link's error text.
+const maxErrLen = 400
+
+// value is the run's figure of metric m: the last result row's, or of a
+// repeated test (--repeat), the median of that row's runs.
 func value(r reports.Run, m cluster.Metric) float64 {
 	if len(r.Results) == 0 {
 		return 0
 	}
 	row := r.Results[len(r.Results)-1]
+	var key string
+	var v reports.Num
 	switch {
 	case row.BW != nil && m.Unit == "Gb/s":
-		return float64(row.BW.AverageGbps)
+		key, v = "average_Gb_per_s", row.BW.AverageGbps
 	case row.BW != nil:
-		return float64(row.BW.AverageMiBps)
+		key, v = "average_MiB_per_s", row.BW.AverageMiBps
 	case row.Latency != nil && m.Name == "latency_average":
-		return float64(row.Latency.MeanUs)
+		key, v = "mean_us", row.Latency.MeanUs
 	case row.Latency != nil:
-		return float64(row.Latency.TypicalUs)
+		key, v = "typical_us", row.Latency.TypicalUs
+	default:
+		return 0
 	}
-	return 0
+	if r.Repeats != nil {
+		for _, rr := range r.Repeats.Rows {
+			if rr.Side == row.Side && rr.Size == row.Size && rr.Metric == key {
+				return float64(rr.Median)
+			}
+		}
+	}
+	return float64(v)
 }
 
 func writeFile(name string, write func(io.Writer) error) error {

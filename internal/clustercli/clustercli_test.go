@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvperf/pvperf/cluster"
 	"github.com/pvperf/pvperf/launch"
+	"github.com/pvperf/pvperf/reports"
 )
 
 func call(env map[string]string, args ...string) (int, string, string) {
@@ -104,5 +106,27 @@ func TestLoopbackOnly(t *testing.T) {
 		if got := loopbackOnly(host); got != want {
 			t.Errorf("loopbackOnly(%q) = %v", host, got)
 		}
+	}
+}
+
+// TestValueOfRepeatedTest: a pair's figure is its row's, or, when the test
+// was repeated (--repeat), the median of its runs rather than the last
+// run's value.
+func TestValueOfRepeatedTest(t *testing.T) {
+	bw := cluster.Metric{Name: "bw_average", Unit: "MiB/s"}
+	r := reports.Run{Results: []reports.Result{{Side: reports.SideLocal, Size: 65536,
+		BW: &reports.BWStats{AverageMiBps: 21971.83, AverageGbps: 184.3}}}}
+	if v := value(r, bw); v != 21971.83 {
+		t.Errorf("one run: %v, want the row's 21971.83", v)
+	}
+	r.Repeats = &reports.Repeats{Runs: 3, Rows: []reports.RepeatRow{
+		{Side: reports.SideLocal, Size: 65536, Metric: "average_MiB_per_s", Median: 31878.22},
+		{Side: reports.SideLocal, Size: 65536, Metric: "average_Gb_per_s", Median: 267.4},
+	}}
+	if v := value(r, bw); v != 31878.22 {
+		t.Errorf("three runs: %v, want their median 31878.22", v)
+	}
+	if v := value(r, cluster.Metric{Name: "bw_average", Unit: "Gb/s"}); v != 267.4 {
+		t.Errorf("three runs in Gb/s: %v, want their median 267.4", v)
 	}
 }
