@@ -370,3 +370,55 @@ func BenchmarkAllPairs1024(b *testing.B) {
 		b.ReportMetric(1000*(res.Seconds-res.RendezvousSeconds)/float64(res.Rounds), "ms/round")
 	}
 }
+
+// TestRankStoppedMidTest: a rank stopped during its test (a signal cancels
+// its context) says so, and does not blame rank 0 for the connection its
+// own end closed.
+func TestRankStoppedMidTest(t *testing.T) {
+	cfg := Config{Size: 2, Pattern: AllPairs, BasePort: 20000, PairTimeout: 5 * time.Second}
+	_, errs, _ := simulated(t, cfg, func(rank int, die func()) Test {
+		return func(ctx context.Context, t Task, ready func()) Outcome {
+			if t.Server {
+				ready()
+			}
+			if rank == 1 {
+				die()
+				// A test ends a while after its context: the
+				// connection to rank 0 has closed meanwhile.
+				time.Sleep(300 * time.Millisecond)
+			}
+			<-ctx.Done()
+			return Outcome{Err: context.Cause(ctx).Error()}
+		}
+	})
+	t.Logf("rank 1: %v", errs[1])
+	if errs[1] == nil || strings.Contains(errs[1].Error(), "rank 0 gone") {
+		t.Errorf("rank 1, stopped: %v", errs[1])
+	}
+}
+
+// TestLateRankToldTheRunEnded: a rank whose test outlasted the pair
+// timeout and its margin (stopped, then resumed), and that hears from
+// rank 0 that the run is over, says what happened instead of calling the
+// message malformed.
+func TestLateRankToldTheRunEnded(t *testing.T) {
+	// Rank 0 gives up on the pair after 2 s and the margin (1 s), and
+	// ends the run; the rank's own wait for rank 0 lasts (rounds + 1) × 2 s.
+	cfg := Config{Size: 2, Pattern: AllPairs, BasePort: 20000, PairTimeout: 2 * time.Second}
+	_, errs, err := simulated(t, cfg, func(rank int, die func()) Test {
+		return func(ctx context.Context, t Task, ready func()) Outcome {
+			if t.Server {
+				ready()
+			}
+			if rank == 1 {
+				time.Sleep(cfg.PairTimeout + pairMargin(cfg.PairTimeout) + 500*time.Millisecond) // deaf to ctx, as a stopped process
+			}
+			<-ctx.Done()
+			return Outcome{Err: context.Cause(ctx).Error()}
+		}
+	})
+	t.Logf("run: %v; rank 1: %v", err, errs[1])
+	if errs[1] == nil || errors.Is(errs[1], errMessage) || !strings.Contains(errs[1].Error(), "ended the run during round 1") {
+		t.Errorf("rank 1, late: %v", errs[1])
+	}
+}

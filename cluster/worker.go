@@ -141,11 +141,19 @@ func Join(ctx context.Context, addr string, cfg Config, me Member, test Test) er
 				// Anything else ends the run: the test ends with it.
 				cancel()
 				<-done
-				if in.err != nil {
-					return fmt.Errorf("cluster: rank %d: rank 0 gone during round %d: %w", me.Rank, task.Round, ctxErr(ctx, in.err))
-				}
-				if in.m.Type == msgAbort {
+				switch {
+				case ctx.Err() != nil:
+					// This rank was stopped (a signal): its connection
+					// to rank 0 closed with it.
+					return fmt.Errorf("cluster: rank %d: %w during round %d", me.Rank, context.Cause(ctx), task.Round)
+				case in.err != nil:
+					return fmt.Errorf("cluster: rank %d: rank 0 gone during round %d: %w", me.Rank, task.Round, in.err)
+				case in.m.Type == msgAbort:
 					return fmt.Errorf("%w by rank 0: %s", ErrAborted, in.m.Reason)
+				case in.m.Type == msgDone:
+					// Rank 0 gave up waiting for this pair (the pair
+					// timeout) and ended the run.
+					return fmt.Errorf("cluster: rank %d: rank 0 ended the run during round %d, whose pair it had failed for not reporting in time", me.Rank, task.Round)
 				}
 				return fmt.Errorf("cluster: rank %d: %w: %s from rank 0 during round %d", me.Rank, errMessage, in.m.Type, task.Round)
 			}
