@@ -41,7 +41,11 @@ func OpenPMI(fd int, timeout time.Duration) (*PMIClient, error) {
 	conn, err := net.FileConn(f)
 	f.Close()
 	if err != nil {
-		return nil, fmt.Errorf("launch: %w: PMI_FD=%d: %w", ErrPMI, fd, err)
+		root := err
+		for u := errors.Unwrap(root); u != nil; u = errors.Unwrap(root) {
+			root = u
+		}
+		return nil, fmt.Errorf("launch: %w: PMI_FD=%d is not a socket this process holds (%v)", ErrPMI, fd, root)
 	}
 	return NewPMI(conn, timeout)
 }

@@ -144,9 +144,23 @@ func parse(args []string, stdout, stderr io.Writer) (o options, code int, ok boo
 		return fail("timeouts must be positive")
 	case o.basePort < 1 || o.basePort > 65535:
 		return fail("--base-port %d: not a port", o.basePort)
+	case fs.Changed("size") && o.size < 2:
+		return fail("--size %d: a pair needs 2 ranks", o.size)
+	case fs.Changed("rank") && (o.rank < 0 || (o.size > 0 && o.rank >= o.size)):
+		return fail("--rank %d: ranks count from 0 to the size less 1", o.rank)
 	}
 	o.test = strings.TrimPrefix(fs.Arg(0), "ib_")
 	o.testArgs = fs.Args()[1:]
+	// The cluster gives each test its peer: a host, or --loopback, of the
+	// command line is refused before the host is added.
+	if alone, err := cli.Parse(o.test, o.testArgs, io.Discard, io.Discard); err == nil {
+		switch {
+		case alone.Server != "":
+			return fail("%s %s: the cluster chooses each pair's peer: give no host (%s)", o.test, strings.Join(o.testArgs, " "), alone.Server)
+		case alone.Loopback:
+			return fail("--loopback: not with the cluster")
+		}
+	}
 	// The test's options, checked as the test would (with a server, since
 	// every pair has one); the cluster chooses ports and peers.
 	var perr bytes.Buffer
@@ -199,6 +213,9 @@ func run(ctx context.Context, o options, getenv func(string) (string, bool), std
 	if err != nil {
 		return ExitUsage, err
 	}
+	if info.Size < 2 {
+		return ExitUsage, fmt.Errorf("%d rank(s): a pair needs 2", info.Size)
+	}
 	var addr string
 	var ln net.Listener
 	_, given := getenv("PVPERF_RENDEZVOUS")
@@ -207,6 +224,9 @@ func run(ctx context.Context, o options, getenv func(string) (string, bool), std
 		// through the PMI server's key-value space.
 		addr, ln, err = pmiRendezvous(o, info, getenv)
 		if err != nil {
+			if errors.As(err, new(usageError)) {
+				return ExitUsage, err
+			}
 			return ExitFailing, err
 		}
 	} else if addr, err = rendezvousAddr(o, info, getenv); err != nil {
@@ -303,8 +323,11 @@ func rendezvousAddr(o options, info launch.Info, getenv func(string) (string, bo
 			svc, _ := getenv("PVPERF_SERVICE")
 			host, _ := getenv("HOSTNAME")
 			job, ok := strings.CutSuffix(host, "-"+strconv.Itoa(info.Rank))
-			if svc == "" || !ok || job == "" {
-				return "", fmt.Errorf("no rendezvous: in a Kubernetes Indexed Job, set PVPERF_SERVICE to the Job's headless service (with HOSTNAME=%q, the pod's, as <job>-<index>), or give --rendezvous HOST:PORT", host)
+			switch {
+			case svc == "":
+				return "", fmt.Errorf("no rendezvous: in a Kubernetes Indexed Job, set PVPERF_SERVICE to the Job's headless service, or give --rendezvous HOST:PORT")
+			case !ok || job == "":
+				return "", fmt.Errorf("no rendezvous: HOSTNAME=%q is not the pod's name <job>-<index> for index %d (JOB_COMPLETION_INDEX); give --rendezvous HOST:PORT", host, info.Rank)
 			}
 			a = job + "-0." + svc
 		case len(info.Nodes) > 0:
@@ -318,8 +341,18 @@ func rendezvousAddr(o options, info launch.Info, getenv func(string) (string, bo
 	if _, _, err := net.SplitHostPort(a); err != nil {
 		a = net.JoinHostPort(a, strconv.Itoa(DefaultRendezvousPort))
 	}
+	_, port, err := net.SplitHostPort(a)
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("rendezvous %q: not HOST:PORT with a port from 1 to 65535", a)
+	}
 	return a, nil
 }
+
+// usageError is an error of the command line or the launcher's
+// environment (exit status ExitUsage).
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
 
 // allLocal tells whether the launcher says every rank is on this node.
 func allLocal(info launch.Info, getenv func(string) (string, bool)) bool {
@@ -348,7 +381,7 @@ const pmiKey = "pvperf-rendezvous"
 func pmiRendezvous(o options, info launch.Info, getenv func(string) (string, bool)) (string, net.Listener, error) {
 	p, err := launch.OpenPMI(info.PMIFD, 30*time.Second)
 	if err != nil {
-		return "", nil, err
+		return "", nil, usageError{err}
 	}
 	defer p.Close()
 	var ln net.Listener

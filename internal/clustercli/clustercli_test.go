@@ -38,6 +38,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--min_bw", "-1", "write_bw"}, "not negative"},
 		{[]string{"--pair-timeout", "0s", "write_bw"}, "timeouts must be positive"},
 		{[]string{"write_bw", "-s", "notasize"}, "write_bw -s notasize"},
+		{[]string{"send_lat", "localhost"}, "the cluster chooses each pair's peer: give no host (localhost)"},
+		{[]string{"--size", "1", "--rank", "0", "send_lat"}, "--size 1: a pair needs 2 ranks"},
+		{[]string{"--size", "0", "--rank", "0", "send_lat"}, "--size 0: a pair needs 2 ranks"},
+		{[]string{"--size", "2", "--rank", "-2", "send_lat"}, "--rank -2: ranks count from 0"},
+		{[]string{"--size", "2", "--rank", "2", "send_lat"}, "--rank 2: ranks count from 0"},
 	} {
 		rc, out, errOut := call(nil, c.args...)
 		if rc != ExitUsage || !strings.Contains(errOut, c.want) || out != "" {
@@ -63,7 +68,11 @@ func TestLauncherErrors(t *testing.T) {
 		{map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}, "give --rendezvous"},
 		{map[string]string{"JOB_COMPLETION_INDEX": "0"}, "PVPERF_SIZE"},
 		{map[string]string{"JOB_COMPLETION_INDEX": "2", "PVPERF_SIZE": "4", "HOSTNAME": "pvperf-2"}, "set PVPERF_SERVICE"},
-		{map[string]string{"JOB_COMPLETION_INDEX": "2", "PVPERF_SIZE": "4", "HOSTNAME": "other", "PVPERF_SERVICE": "s"}, `HOSTNAME="other"`},
+		{map[string]string{"JOB_COMPLETION_INDEX": "2", "PVPERF_SIZE": "4", "HOSTNAME": "other", "PVPERF_SERVICE": "s"}, `HOSTNAME="other" is not the pod's name <job>-<index> for index 2`},
+		{map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "1"}, "1 rank(s): a pair needs 2"},
+		{map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2", "PVPERF_RENDEZVOUS": "head:notaport"}, `rendezvous "head:notaport": not HOST:PORT`},
+		{map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2", "PVPERF_RENDEZVOUS": "127.0.0.1:99999"}, "a port from 1 to 65535"},
+		{map[string]string{"PMI_FD": "99", "PMI_RANK": "1", "PMI_SIZE": "2"}, "PMI_FD=99 is not a socket this process holds"},
 	} {
 		rc, _, errOut := call(c.env, "write_bw", "-d", "emu0")
 		if rc != ExitUsage || !strings.Contains(errOut, c.want) {
