@@ -238,4 +238,10 @@ func TestReportCommand(t *testing.T) {
 			}
 		})
 	}
+	// An output in a directory that does not exist is named as given,
+	// not by the temporary file it would have been written to first.
+	out := filepath.Join(dir, "nodir", "o.html")
+	if code, _, stderr := report("--html", out, client); code != 1 || !strings.Contains(stderr, out+": no such file or directory") {
+		t.Errorf("--html %s: exit %d, stderr %q", out, code, stderr)
+	}
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 )
 
 // Errors of ParseRun, testable with errors.Is.
@@ -75,6 +77,10 @@ func ParseRun(data []byte, source string) (Run, error) {
 		if _, perftest := doc["test_info"]; perftest {
 			return fail(ErrNoRun, "perftest's JSON without a \"pvperf\" object (written by perftest, or by a pvperf older than schema 1)")
 		}
+		var schema string
+		if s, ok := doc["schema"]; ok && json.Unmarshal(s, &schema) == nil && strings.HasPrefix(schema, "pvperf-cluster/") {
+			return fail(ErrNoRun, "a cluster report (%s): report reads the results of tests (--out_json); pvperf cluster writes its own HTML and CSV (--out_html, --out_csv)", schema)
+		}
 		return fail(ErrNoRun, "no \"pvperf\" object")
 	}
 	var version struct {
@@ -122,6 +128,15 @@ func (r *Run) check() error {
 		}
 		if !bw && (res.Latency == nil || res.BW != nil) {
 			return fmt.Errorf("results[%d] of a %s run must have \"latency\" and no \"bw\"", i, r.Info.Kind)
+		}
+		if d := res.Distribution; d != nil {
+			for j, b := range d.Buckets {
+				lo, hi := float64(b.LowUs), float64(b.HighUs)
+				if b.Count == 0 || !(lo >= 0 && hi >= lo) || math.IsInf(hi, 0) ||
+					(j > 0 && lo < float64(d.Buckets[j-1].HighUs)) {
+					return fmt.Errorf("results[%d].latency_distribution.buckets[%d] is not a non-empty bucket {low_us, high_us, count} after the one before: %+v", i, j, b)
+				}
+			}
 		}
 	}
 	return nil

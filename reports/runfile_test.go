@@ -205,6 +205,11 @@ func TestParseRunErrors(t *testing.T) {
 			ErrSchema, `results[0].side "left"`},
 		{"bw in latency", `{"pvperf": {"schema_version": 1, "info": {"test": "w", "kind": "latency"}, "results": [{"side": "local", "bw": {}}]}}`,
 			ErrSchema, `results[0] of a latency run must have "latency"`},
+		{"cluster report", `{"schema": "pvperf-cluster/1", "links": []}`, ErrNoRun, "a cluster report (pvperf-cluster/1)"},
+		{"bad bucket", `{"pvperf": {"schema_version": 1, "info": {"test": "send_lat", "kind": "latency"}, "results": [{"side": "local", "latency": {}, "latency_distribution": {"buckets": [{"x": 1}]}}]}}`,
+			ErrSchema, "results[0].latency_distribution.buckets[0] is not a non-empty bucket"},
+		{"buckets out of order", `{"pvperf": {"schema_version": 1, "info": {"test": "send_lat", "kind": "latency"}, "results": [{"side": "local", "latency": {}, "latency_distribution": {"buckets": [{"low_us": 2, "high_us": 3, "count": 1}, {"low_us": 1, "high_us": 2, "count": 1}]}}]}}`,
+			ErrSchema, "buckets[1] is not a non-empty bucket"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ParseRun([]byte(c.in), "f.json")

@@ -306,7 +306,7 @@ func pair(ctx context.Context, o *options, cmd []string) (string, error) {
 	for !listening(o.port) {
 		select {
 		case <-sdone:
-			return "", fmt.Errorf("server exited before listening (%v): %s", serr, lastLine(sout.String()))
+			return "", fmt.Errorf("server exited before listening (%v): %s", serr, lastLines(sout.String()))
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -317,12 +317,12 @@ func pair(ctx context.Context, o *options, cmd []string) (string, error) {
 	cli := command(ctx, cmd, append(append([]string(nil), o.args...), o.host), &cout)
 	if err := cli.Run(); err != nil {
 		stopServer()
-		return "", fmt.Errorf("client: %v: %s", err, lastLine(cout.String()))
+		return "", fmt.Errorf("client: %v: %s", err, lastLines(cout.String()))
 	}
 	select {
 	case <-sdone:
 		if serr != nil {
-			return "", fmt.Errorf("server: %v: %s", serr, lastLine(sout.String()))
+			return "", fmt.Errorf("server: %v: %s", serr, lastLines(sout.String()))
 		}
 	case <-time.After(10 * time.Second):
 		stopServer()
@@ -359,9 +359,17 @@ func listening(port int) bool {
 	return false
 }
 
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
+// lastLines is what a failed command said last: up to its last three
+// lines of text (its diagnostic comes before perftest's closing "Parser
+// function exited with Error"), joined by "; ".
+func lastLines(s string) string {
+	var keep []string
+	for l := range strings.SplitSeq(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" && strings.Trim(l, "-*") != "" {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep[max(len(keep)-3, 0):], "; ")
 }
 
 // errUnusable: the result row has no usable value where the metric is.

@@ -3,6 +3,8 @@ package comparecli
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -81,6 +83,21 @@ func TestFailingCommand(t *testing.T) {
 	var out, e bytes.Buffer
 	rc := Main([]string{"--rounds", "2", "--listen-timeout", "1s", "-p", "1", "/bin/false", "/bin/true", "--", "-x"}, &out, &e)
 	if rc != 1 || !strings.Contains(e.String(), "round 1, /bin/false: server exited before listening") {
+		t.Errorf("exit %d, stderr %q", rc, e.String())
+	}
+}
+
+// TestFailingCommandSaysWhy: the message of a command that fails keeps
+// its diagnostic, not only perftest's closing line after it.
+func TestFailingCommandSaysWhy(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "fails")
+	body := "#!/bin/sh\necho ' Size 70000000000 is out of range' >&2\necho ' Parser function exited with Error' >&2\nexit 1\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var out, e bytes.Buffer
+	rc := Main([]string{"--rounds", "2", "--listen-timeout", "1s", "-p", "1", script, "/bin/true"}, &out, &e)
+	if rc != 1 || !strings.Contains(e.String(), "Size 70000000000 is out of range; Parser function exited with Error") {
 		t.Errorf("exit %d, stderr %q", rc, e.String())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -137,7 +138,13 @@ func writeOutput(name string, stdout io.Writer, write func(io.Writer) error) err
 	dir := filepath.Dir(name)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".*")
 	if err != nil {
-		return err
+		// The temporary file's name means nothing to the user: say
+		// what went wrong with the one they gave.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	defer os.Remove(f.Name())
 	w := bufio.NewWriter(f)
@@ -155,7 +162,11 @@ func writeOutput(name string, stdout io.Writer, write func(io.Writer) error) err
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	if err := os.Rename(f.Name(), name); err != nil {
-		return err
+		var le *os.LinkError
+		if errors.As(err, &le) {
+			err = le.Err
+		}
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
 }
