@@ -48,3 +48,32 @@ func TestRepeatTwoProcesses(t *testing.T) {
 		t.Errorf("server: not the client's %d runs:\n%s", n, srv.stdout.String())
 	}
 }
+
+// TestRepeatMismatch: a client given more runs than its server says so
+// when the server is gone, summarises the runs it made and exits 1; the
+// server, whose runs all ran, exits 0.
+func TestRepeatMismatch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	port := strconv.Itoa(freePort(t))
+	srv := start(t, ctx, "write_bw", "-d", "emu0", "-n", "200", "--repeat", "2", "-p", port)
+	waitListening(t, ctx, srv, port)
+	cli := start(t, ctx, "write_bw", "-d", "emu0", "-n", "200", "--repeat", "4", "-p", port, "localhost")
+	ccode, err := cli.wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scode, err := srv.wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ccode != 1 || scode != 0 {
+		t.Errorf("exit %d (client) and %d (server), want 1 and 0", ccode, scode)
+	}
+	if !strings.Contains(cli.stderr.String(), " Run 3 of 4 found no server: was it given a smaller --repeat?") {
+		t.Errorf("client's stderr does not say why:\n%s", cli.stderr.String())
+	}
+	if !strings.Contains(cli.stdout.String(), " 2 runs: median, range") {
+		t.Errorf("client did not summarise its 2 runs:\n%s", cli.stdout.String())
+	}
+}
