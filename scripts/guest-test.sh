@@ -335,7 +335,7 @@ run=
 for c in ${checks//,/ }; do
 	case $c in
 	sanity) t=TestSanity ;; conformance) t=TestConformance ;; rdmacm) t='TestRDMACM|TestRDMACMInterop|TestCMFailures|TestCMSetup|TestCMDataPath' ;; pvperf) t='TestPvperf|TestDataValidation' ;;
-	ref) t=TestReference ;; interop) t=TestInterop ;; reports) t=TestReports ;; side) t=TestSideBySide ;;
+	ref) t=TestReference ;; interop) t='TestInterop|TestRunInfinitely' ;; reports) t=TestReports ;; side) t=TestSideBySide ;;
 	wire) t='TestWire|TestWireFaults' ;;
 	esac
 	run=${run:+$run|}$t

@@ -10,7 +10,8 @@
 // TestConformance (the verbs conformance suite of verbs/uverbs, run from
 // its own test binary), TestPvperf (the eight tests, pvperf against
 // pvperf), TestReference (perftest against perftest), TestInterop (pvperf
-// against perftest both ways: a table of configurations), TestReports
+// against perftest both ways: a table of configurations), TestRunInfinitely
+// (--run_infinitely both ways, the client stopped by SIGINT), TestReports
 // (result files of an -a sweep on both sides), TestSideBySide (perftest
 // and pvperf alternately; medians and ratios are logged, not judged), and
 // TestWire and TestWireFaults (pvperf on the emulator's wire transport,

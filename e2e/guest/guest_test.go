@@ -243,6 +243,53 @@ func TestInterop(t *testing.T) {
 	}
 }
 
+// TestRunInfinitely runs write_bw and read_bw with --run_infinitely -D 1,
+// pvperf against perftest both ways, and stops the client with SIGINT
+// after 4 s, as a user does with Ctrl-C: the client must have printed a
+// row a second, say "User stopped traffic" and exit 0, and the server
+// exit 0 after perftest's last words: "Client closed connection", or with
+// perftest 6.06 as the server, the row of the client's report (zeros).
+// perftest 6.06's client has no SIGINT handler (Ctrl-C kills it), so
+// pvperf's server faces perftest's client only with -guest.perftest-new.
+func TestRunInfinitely(t *testing.T) {
+	needDevice(t)
+	for _, test := range []string{"write_bw", "read_bw"} {
+		for _, c := range []struct {
+			name           string
+			server, client string
+			closed         bool // the server says "Client closed connection"
+		}{
+			{"perftest_server", pt(test), pv(test), false},
+			{"pvperf_server_new", pv(test), ptNew(test), true},
+			{"perftest_new_server", ptNew(test), pv(test), true},
+		} {
+			if c.server == "" || c.client == "" {
+				continue
+			}
+			t.Run(test+"/"+c.name, func(t *testing.T) {
+				p := pair{server: c.server, client: c.client, args: append(common(), "--run_infinitely", "-D", "1"), stopClient: 4 * time.Second}
+				res := p.run()
+				res.log(t, p, false)
+				if res.err != nil {
+					t.Fatal(res.err)
+				}
+				if n := strings.Count(res.client, "\n 65536 "); n < 2 {
+					t.Errorf("the client printed %d rows in 4 s, want a row a second", n)
+				}
+				if !strings.Contains(res.client, "\n User stopped traffic\n") {
+					t.Error("the client did not say the traffic was stopped")
+				}
+				if c.closed && !strings.Contains(res.server, " Client closed connection\n") {
+					t.Error(`the server did not say "Client closed connection"`)
+				}
+				if !c.closed && !hasRow(res.server) {
+					t.Error("perftest 6.06's server printed no row of the client's report")
+				}
+			})
+		}
+	}
+}
+
 // TestDataValidation runs write_bw and read_bw with --data_validation,
 // one way, both ways (-b) and over rdma_cm (-R), pvperf against pvperf
 // and, given -guest.perftest-new, against that perftest both ways: the

@@ -28,6 +28,9 @@ type pair struct {
 	serverDir, clientDir string
 	// timeout bounds each side; 0 is -guest.run-timeout.
 	timeout time.Duration
+	// stopClient, when not 0, is when the client gets SIGINT (the Ctrl-C
+	// that ends --run_infinitely); it must then exit 0 all the same.
+	stopClient time.Duration
 }
 
 // pairResult is how a pair ended: err is nil when both sides exited 0 and
@@ -44,7 +47,7 @@ func (p pair) run() pairResult {
 	return runSides(sideCmds{
 		server: append([]string{p.server}, p.args...), client: append(append([]string{p.client}, p.args...), *addr),
 		serverDir: p.serverDir, clientDir: p.clientDir,
-		ready: func(int) bool { return p.ready() }, serverRow: p.serverRow, timeout: p.timeout,
+		ready: func(int) bool { return p.ready() }, serverRow: p.serverRow, timeout: p.timeout, stopClient: p.stopClient,
 	})
 }
 
@@ -54,9 +57,10 @@ type sideCmds struct {
 	server, client       []string
 	serverDir, clientDir string
 	// ready tells whether the server, of process id pid, listens.
-	ready     func(pid int) bool
-	serverRow bool
-	timeout   time.Duration // 0 is -guest.run-timeout
+	ready      func(pid int) bool
+	serverRow  bool
+	timeout    time.Duration // 0 is -guest.run-timeout
+	stopClient time.Duration // see pair
 }
 
 // runSides runs the server first, the client once the server is ready. A
@@ -106,7 +110,16 @@ func runSides(p sideCmds) pairResult {
 	if res.err == nil {
 		cctx, ccancel := context.WithTimeout(context.Background(), tmo)
 		cli := command(cctx, p.client[0], p.client[1:], p.clientDir, &cout)
-		cerr := cli.Run()
+		var cerr error
+		if p.stopClient > 0 {
+			if cerr = cli.Start(); cerr == nil {
+				stop := time.AfterFunc(p.stopClient, func() { _ = cli.Process.Signal(os.Interrupt) })
+				cerr = cli.Wait()
+				stop.Stop()
+			}
+		} else {
+			cerr = cli.Run()
+		}
 		timedOut := cctx.Err() != nil
 		ccancel()
 		grace := 10 * time.Second
