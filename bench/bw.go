@@ -295,6 +295,11 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 				c := &cqp.wc[k]
 				qi := wrQP(c.ID)
 				if c.Status != verbs.WCSuccess {
+					if e.endless != nil {
+						// run_iter_bw_infinitely prints the QP's send
+						// count as both counts.
+						return sm, &errCompletion{wc: *c, scnt: s.scnt[qi], ccnt: s.scnt[qi]}
+					}
 					return sm, &errCompletion{wc: *c, scnt: totS, ccnt: totC}
 				}
 				if s.dv != nil && uint32(c.ID) != uint32(qi) {
