@@ -248,6 +248,10 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 				}
 				if err != nil {
 					s.scnt[i], s.mod[i] = scnt, mod
+					if e.endless != nil {
+						// run_iter_bw_infinitely's words.
+						return sm, fmt.Errorf("Couldn't post send: %d scnt=%d (%w)", i, scnt, err)
+					}
 					return sm, fmt.Errorf("Couldn't post send: qp %d scnt=%d || err=%w tx_depth=%d", i, scnt, err, cfg.TxDepth)
 				}
 				s.sig += s.signalled(wrs)

@@ -112,9 +112,10 @@ func (s *session) runRDMABW(ctx context.Context) error {
 		if !cfg.AllSizes {
 			s.recordCPU(int(rem.Size), span)
 		}
-		if cfg.RunInfinitely {
+		if cfg.RunInfinitely && cfg.Verb != perftest.Atomic {
 			// The client sent no results of its own: its rows came
-			// as it ran.
+			// as it ran. (perftest's atomic_bw prints the report it
+			// got, zeros.)
 			s.printf(" Client closed connection\n")
 		} else {
 			s.rec.AddBW(reports.SideRemote, rem)
@@ -150,7 +151,9 @@ func (s *session) runRDMABW(ctx context.Context) error {
 			// each size; a single size skips the warm-up silently.
 			_, _ = io.WriteString(s.errOut, "Warm up not supported for WRITE_IMM verb.\nSkipping\n")
 		}
-		if cfg.WarmUp && !writeImm && (!s.server || cfg.Bidirectional) {
+		// perftest warms up before the loops of -a and of a plain run,
+		// not before the endless one.
+		if cfg.WarmUp && !writeImm && !cfg.RunInfinitely && (!s.server || cfg.Bidirectional) {
 			if err := s.ep.warmUp(ctx, m); err != nil {
 				return fail(err, " "+err.Error()+"\n", "Problems with warm up\n")
 			}

@@ -26,7 +26,8 @@ type endpoint struct {
 	// message of the next loop left the peer before it.
 	syncAt int64
 	// tick, when set, gets each second of a duration run's loop (the
-	// interval lines).
+	// interval lines), or each period of a --run_infinitely loop (its
+	// rows).
 	tick func(interval)
 	// endless, when not nil, makes the next bandwidth loop a
 	// --run_infinitely one: it ends when the channel is closed.

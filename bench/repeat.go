@@ -54,16 +54,18 @@ func runRepeated(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 			if s == nil {
 				return reports.Run{}, err
 			}
-			if k > 0 && client && !cfg.Loopback && s.conn == nil {
+			if k > 0 && client && !cfg.Loopback && ctx.Err() == nil && errors.Is(err, oob.ErrConnect) {
 				// The server took no more runs: its --repeat was
-				// smaller. The runs done are summarised all the same.
+				// smaller. The runs done are summarised and written
+				// all the same.
 				err = fail(err, PerftestMessage(err), fmt.Sprintf(" Run %d of %d found no server: was it given a smaller --repeat? Give both sides the same.\n", k+1, cfg.Repeat))
-				if len(runs) > 1 {
-					if rep, serr := reports.SummarizeRepeats(runs, RepeatLevel, RepeatResamples, cfg.RepeatCI); serr == nil && cfg.Extras {
+				if rep, serr := reports.SummarizeRepeats(runs, RepeatLevel, RepeatResamples, cfg.RepeatCI); serr == nil {
+					first.repeats = rep
+					if cfg.Extras {
 						_ = reports.WriteRepeats(out, rep, last.info.Kind, cfg.ReportGbits)
 					}
 				}
-				return first.results(), err
+				return first.results(), errors.Join(err, first.writeFiles())
 			}
 			return s.results(), err
 		}

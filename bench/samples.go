@@ -69,9 +69,9 @@ func (sm *samples) end(dc *durationClock, tot uint64, peak bool) {
 
 // durationClock drives perftest's SIGALRM state machine from a goroutine:
 // START -> (margin) SAMPLE -> (duration - 2*margin) STOP_SAMPLE -> (margin) END.
-// With a tick function it also wakes each second of the run and hands it
-// the messages counted in that second (the loops store their running
-// count in count).
+// With a tick function it also wakes each second of the run (each
+// period of a --run_infinitely one, every) and hands it the messages
+// counted in that second (the loops store their running count in count).
 type durationClock struct {
 	state atomic.Uint32
 	start atomic.Int64
@@ -129,7 +129,8 @@ func (d *durationClock) end() {
 	<-d.done
 }
 
-// interval is one second (or the last part of one) of a duration run.
+// interval is one second (or the last part of one) of a duration run, or
+// one period of a --run_infinitely run.
 type interval struct {
 	// From and To are the interval's bounds since the run started.
 	From, To time.Duration

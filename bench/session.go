@@ -77,6 +77,9 @@ type session struct {
 	afterSetup func()
 	// setupDone tells the peer's setup message arrived.
 	setupDone bool
+	// resourcesReady tells the endpoint's resources were made (after
+	// the setup exchanges): --wait_destroy keeps them a while.
+	resourcesReady bool
 	// cpu is this side's CPU use per message size, peerCPU the peer's
 	// (between two pvperf sides).
 	cpu, peerCPU []reports.CPUSpan
@@ -158,9 +161,9 @@ func (s *session) run(ctx context.Context) (err error) {
 		}
 	}()
 	defer func() {
-		// perftest waits in destroy_ctx, which a run that never
-		// connected to its peer does not reach.
-		if s.setupDone {
+		// perftest waits in destroy_ctx, which a run that failed
+		// before its resources were made does not reach.
+		if s.resourcesReady {
 			s.waitDestroy(outer)
 		}
 		s.closeCM()
@@ -195,6 +198,7 @@ func (s *session) run(ctx context.Context) (err error) {
 	if err := s.ep.setup(); err != nil {
 		return fail(err, " "+err.Error()+"\n", " Couldn't create IB resources\n")
 	}
+	s.resourcesReady = true
 	if s.afterSetup != nil {
 		s.afterSetup()
 	}

@@ -222,6 +222,7 @@ func (r *Report) WriteText(w io.Writer) error {
 				failed[[2]int{l.Server, l.Client}] = true
 			}
 		}
+		dash := false
 		for s, row := range r.Matrix {
 			fmt.Fprintf(w, " %-12d ", s)
 			for c, v := range row {
@@ -232,11 +233,14 @@ func (r *Report) WriteText(w io.Writer) error {
 					fmt.Fprintf(w, " %10s", "failed")
 				default:
 					fmt.Fprintf(w, " %10s", "-")
+					dash = dash || s != c
 				}
 			}
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, " (-: not measured in this direction)\n")
+		if dash {
+			fmt.Fprintf(w, " (-: not measured in this direction)\n")
+		}
 	}
 	for _, l := range r.Failing {
 		fmt.Fprintf(w, " FAILING link %d (%s) -> %d (%s): %s\n", l.Server, l.ServerHost, l.Client, l.ClientHost, l.Err)

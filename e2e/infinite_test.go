@@ -10,16 +10,19 @@ import (
 	"time"
 )
 
-// TestRunInfinitely runs the client of write_bw and read_bw with
-// --run_infinitely -D 1 against a server with the same options, stops the
-// client with SIGINT after its first rows, as a user does with Ctrl-C, and
-// checks both sides: a row each second with the peak at 0.00, "User
+// TestRunInfinitely runs the client of write_bw, read_bw and atomic_bw
+// with --run_infinitely -D 1 against a server with the same options, stops
+// the client with SIGINT after its first rows, as a user does with Ctrl-C,
+// and checks both sides: a row each second with the peak at 0.00, "User
 // stopped traffic" and status 0 on the client; "Client closed connection"
-// in place of a result row and status 0 on the server. A server without
-// the option refuses such a client, as perftest's negotiation does.
+// in place of a result row (atomic_bw: the row of the client's report,
+// zeros, as perftest's atomic_bw prints) and status 0 on the server. A
+// server without the option refuses such a client, as perftest's
+// negotiation does.
 func TestRunInfinitely(t *testing.T) {
-	row := regexp.MustCompile(`(?m)^ 65536 +[1-9][0-9]* +0\.00 +[0-9.]+\t+ +[0-9.]+\n`)
-	for _, test := range []string{"write_bw", "read_bw"} {
+	row := regexp.MustCompile(`(?m)^ (65536|8) +[1-9][0-9]* +0\.00 +[0-9.]+ *\t+ +[0-9.]+\n`)
+	zeros := regexp.MustCompile(`(?m)^ 0 +0 +0\.00 +0\.00 *\t+ +0\.000000\n`)
+	for _, test := range []string{"write_bw", "read_bw", "atomic_bw"} {
 		t.Run(test, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -60,7 +63,10 @@ func TestRunInfinitely(t *testing.T) {
 			if !strings.Contains(cout, "\n User stopped traffic\n-----") {
 				t.Error("client did not say the traffic was stopped, before its result line")
 			}
-			if !strings.Contains(sout, "MsgRate[Mpps]\n Client closed connection\n-----") || row.MatchString(sout) {
+			switch {
+			case test == "atomic_bw" && !zeros.MatchString(sout):
+				t.Error("atomic_bw's server did not print the row of the client's report (zeros)")
+			case test != "atomic_bw" && (!strings.Contains(sout, "MsgRate[Mpps]\n Client closed connection\n-----") || row.MatchString(sout)):
 				t.Error(`server did not print "Client closed connection" in place of a row`)
 			}
 		})

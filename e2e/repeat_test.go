@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -50,15 +52,16 @@ func TestRepeatTwoProcesses(t *testing.T) {
 }
 
 // TestRepeatMismatch: a client given more runs than its server says so
-// when the server is gone, summarises the runs it made and exits 1; the
-// server, whose runs all ran, exits 0.
+// when the server is gone, summarises the runs it made (in its text and
+// its JSON) and exits 1; the server, whose runs all ran, exits 0.
 func TestRepeatMismatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	port := strconv.Itoa(freePort(t))
 	srv := start(t, ctx, "write_bw", "-d", "emu0", "-n", "200", "--repeat", "2", "-p", port)
 	waitListening(t, ctx, srv, port)
-	cli := start(t, ctx, "write_bw", "-d", "emu0", "-n", "200", "--repeat", "4", "-p", port, "localhost")
+	file := filepath.Join(t.TempDir(), "c.json")
+	cli := start(t, ctx, "write_bw", "-d", "emu0", "-n", "200", "--repeat", "4", "--out_json", "--out_json_file", file, "-p", port, "localhost")
 	ccode, err := cli.wait()
 	if err != nil {
 		t.Fatal(err)
@@ -75,5 +78,9 @@ func TestRepeatMismatch(t *testing.T) {
 	}
 	if !strings.Contains(cli.stdout.String(), " 2 runs: median, range") {
 		t.Errorf("client did not summarise its 2 runs:\n%s", cli.stdout.String())
+	}
+	b, err := os.ReadFile(file)
+	if err != nil || !regexp.MustCompile(`"repeats": \{\s*"runs": 2,`).Match(b) {
+		t.Errorf("client's JSON (%v) has no summary of its 2 runs:\n%s", err, b)
 	}
 }

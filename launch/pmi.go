@@ -45,7 +45,7 @@ func OpenPMI(fd int, timeout time.Duration) (*PMIClient, error) {
 		for u := errors.Unwrap(root); u != nil; u = errors.Unwrap(root) {
 			root = u
 		}
-		return nil, fmt.Errorf("launch: %w: PMI_FD=%d is not a socket this process holds (%v)", ErrPMI, fd, root)
+		return nil, fmt.Errorf("launch: %w: PMI_FD=%d is not a usable socket: %w", ErrPMI, fd, root)
 	}
 	return NewPMI(conn, timeout)
 }

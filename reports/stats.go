@@ -354,7 +354,9 @@ const latencyTail = 2
 // ComputeLatency computes perftest's latency statistics (print_report_lat)
 // from n samples:
 //
-//   - q = MHz*RTTFactor (RTTFactor with -C); every printed value is ticks/q;
+//   - q = MHz*RTTFactor (RTTFactor with -C); every printed value is ticks/q
+//     (with -C and CyclesMHz, the samples are first made whole cycles, and
+//     the values are cycles/q);
 //   - the samples are sorted ascending and the 2 largest dropped: m = n-2;
 //   - t_min = d[0], t_max = d[m] (the second largest of all samples);
 //   - t_typical = d[m/2] for odd m, (d[m/2-1] + d[m/2]) / 2 in integer ticks

@@ -118,7 +118,7 @@ var optionEvidence = map[string]string{
 	"dlid":            "TestQPAttributes",
 	"perform_warm_up": "TestWarmUpPosts",
 	"recv_post_list":  "TestRecvPostList",
-	"run_infinitely":  "TestRunInfinitely; send_bw refuses it (its receiving server's endless loop is not implemented), and so does -b",
+	"run_infinitely":  "TestRunInfinitely; send_bw refuses it (its receiving server's endless loop is not implemented), and so do -b and --write_with_imm",
 }
 
 func runOpt(t *testing.T, test, args string) (int, string) {

@@ -280,8 +280,10 @@ func (p *parser) runInfinitelyDeps() error {
 		return p.depErr(" run_infinitely exists only in BW tests for now.\n")
 	case c.Bidirectional && p.verb.HasReceives():
 		return p.depErr(" run_infinitely mode is not supported in SEND, SEND_IMM or WRITE_IMM Bidirectional BW test\n")
+	case p.verb == perftest.WriteImm:
+		return p.exitErr(" --run_infinitely does not go with --write_with_imm in pvperf (the endless loop of a receiving server is not implemented)\n")
 	case p.verb.HasReceives():
-		return p.exitErr(" --run_infinitely runs write_bw, read_bw and atomic_bw in pvperf (the endless loops of receiving servers are not implemented)\n")
+		return p.exitErr(" --run_infinitely runs write_bw, read_bw and atomic_bw in pvperf (the endless loop of a receiving server is not implemented)\n")
 	case c.Bidirectional:
 		return p.exitErr(" --run_infinitely runs unidirectional tests only in pvperf (-b is not implemented with it)\n")
 	case c.Repeat > 1 || c.JSON || c.CSVFile != "" || c.HTMLFile != "" || c.IntervalJSON != "" || c.LimitBWSet || c.LimitMsgRate > 0:

@@ -173,7 +173,9 @@ func TestErrors(t *testing.T) {
 
 		// pvperf's own options.
 		{"send_bw", "--run_infinitely", " WARNING: BW peak won't be measured in this run.\n",
-			" --run_infinitely runs write_bw, read_bw and atomic_bw in pvperf (the endless loops of receiving servers are not implemented)\n"},
+			" --run_infinitely runs write_bw, read_bw and atomic_bw in pvperf (the endless loop of a receiving server is not implemented)\n"},
+		{"write_bw", "--run_infinitely --write_with_imm", " WARNING: BW peak won't be measured in this run.\n",
+			" --run_infinitely does not go with --write_with_imm in pvperf (the endless loop of a receiving server is not implemented)\n"},
 		{"write_bw", "--run_infinitely -b", " WARNING: BW peak won't be measured in this run.\n",
 			" --run_infinitely runs unidirectional tests only in pvperf (-b is not implemented with it)\n"},
 		{"write_bw", "--run_infinitely --out_json", " WARNING: BW peak won't be measured in this run.\n",

@@ -203,8 +203,16 @@ func writeUsage(w io.Writer, prog string, t testSpec, verb perftest.Verb, tbl *o
 		u.opt("report-per-port", "      --report-per-port ",
 			" Report BW data on both ports when running Dualport and Duration mode")
 		u.opt("reversed", "      --reversed ", " Reverse traffic direction - Server send to client (SYMMETRIC)")
-		u.opt("run_infinitely", "      --run_infinitely ",
-			" Run test forever, print results every <duration> seconds (SYMMETRIC)")
+		inf := " Run test forever, print results every <duration> seconds (SYMMETRIC)"
+		switch {
+		case sendVerb:
+			inf += " [not supported by pvperf in send_bw: the endless loop of a receiving server is not implemented]"
+		case writeVerb:
+			inf += " [pvperf: not with -b or --write_with_imm]"
+		default:
+			inf += " [pvperf: not with -b]"
+		}
+		u.opt("run_infinitely", "      --run_infinitely ", inf)
 	}
 	u.opt("retry_count", "      --retry_count=<value> ", " Set retry count value in rdma_cm mode")
 	u.opt("tclass", "      --tclass=<value> ", " Set the Traffic Class in GRH (if GRH is in use)")

@@ -172,7 +172,7 @@ func parse(args []string, stdout, stderr io.Writer) (o options, code int, ok boo
 		set  bool
 		name string
 	}{
-		{cfg.AllSizes, "-a (one size per run)"}, {cfg.Loopback, "--loopback"}, {cfg.Port != bench.DefaultPort, "-p (the cluster chooses the ports)"},
+		{cfg.AllSizes, "-a (one size per run)"}, {cfg.RunInfinitely, "--run_infinitely (a pair's test must end)"}, {cfg.Loopback, "--loopback"}, {cfg.Port != bench.DefaultPort, "-p (the cluster chooses the ports)"},
 		{cfg.JSON || cfg.CSVFile != "" || cfg.HTMLFile != "", "a test's own output files (use --out_json, --out_csv, --out_html)"},
 	} {
 		if bad.set {

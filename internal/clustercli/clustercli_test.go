@@ -29,6 +29,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--pattern", "star", "write_bw"}, "unknown pattern"},
 		{[]string{"write_bandwidth"}, "unknown test"},
 		{[]string{"write_bw", "-a"}, "-a (one size per run)"},
+		{[]string{"write_bw", "--run_infinitely"}, "--run_infinitely (a pair's test must end)"},
 		{[]string{"write_bw", "--loopback"}, "--loopback"},
 		{[]string{"write_bw", "-p", "7000"}, "-p (the cluster chooses the ports)"},
 		{[]string{"write_bw", "--out_json"}, "output files"},
@@ -72,7 +73,7 @@ func TestLauncherErrors(t *testing.T) {
 		{map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "1"}, "1 rank(s): a pair needs 2"},
 		{map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2", "PVPERF_RENDEZVOUS": "head:notaport"}, `rendezvous "head:notaport": not HOST:PORT`},
 		{map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2", "PVPERF_RENDEZVOUS": "127.0.0.1:99999"}, "a port from 1 to 65535"},
-		{map[string]string{"PMI_FD": "99", "PMI_RANK": "1", "PMI_SIZE": "2"}, "PMI_FD=99 is not a socket this process holds"},
+		{map[string]string{"PMI_FD": "99", "PMI_RANK": "1", "PMI_SIZE": "2"}, "PMI_FD=99 is not a usable socket: bad file descriptor"},
 	} {
 		rc, _, errOut := call(c.env, "write_bw", "-d", "emu0")
 		if rc != ExitUsage || !strings.Contains(errOut, c.want) {
