@@ -214,6 +214,59 @@ func TestUnreachableServer(t *testing.T) {
 	}
 }
 
+// TestPeerLinkCut cuts the link to the peer in the middle of a test and
+// then kills the peer, so that no FIN ever arrives: a write_bw server,
+// which waits for its client's end of the test with no timeout, must
+// still end, when the TCP keep-alive finds the peer gone (oob.KeepAlive:
+// about 13 s of silence). It needs root for the namespace (unshare -n),
+// whose loopback interface is the link.
+func TestPeerLinkCut(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create a network namespace (unshare -n)")
+	}
+	for _, tool := range []string{"unshare", "ip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s: %v", tool, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	// The server's output goes to the test; the client's to a file. A
+	// server that never ends is killed after 60 s (and the test fails).
+	script := `ip link set lo up && timeout -s KILL 60 "$0" -d emu0 -p 18515 -D 30 & s=$!; sleep 1; ` +
+		`"$0" -d emu0 -p 18515 -D 30 127.0.0.1 >"$1/client.out" 2>&1 & c=$!; sleep 2; ` +
+		`ip link set lo down; kill -9 $c; echo CUT >&2; wait $s`
+	p := &proc{banner: make(chan struct{}), copied: make(chan struct{})}
+	p.cmd = exec.CommandContext(ctx, "unshare", "--net", "sh", "-c", script, filepath.Join(binDir, "write_bw"), dir)
+	p.cmd.Env = env()
+	p.cmd.Stdout = &p.stdout
+	p.cmd.Stderr = &p.stderr
+	close(p.copied)
+	began := time.Now()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	code, err := p.wait()
+	took := time.Since(began)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, _ := os.ReadFile(filepath.Join(dir, "client.out"))
+	t.Logf("server exit %d after %v; stderr %q; the client's output:\n%s", code, took.Round(time.Millisecond), p.stderr.String(), cli)
+	if ctx.Err() != nil {
+		t.Fatal("the server was still waiting 2 minutes later")
+	}
+	if code != 1 || !strings.Contains(p.stderr.String(), "CUT\n") {
+		t.Errorf("server exit %d, want 1 after the cut", code)
+	}
+	// 3 s before the cut, 13 s of keep-alive, and slack for a loaded
+	// machine: far less than the 30 s the test would have run.
+	if bound := 3*time.Second + 13*time.Second + 10*time.Second; took > bound {
+		t.Errorf("the server took %v, more than %v", took, bound)
+	}
+}
+
 // TestTerminated sends SIGTERM to a server waiting for its client, as a
 // job scheduler or timeout(1) does: it ends at once with status 1 and a
 // message that says why, not at the end of its wait.

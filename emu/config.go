@@ -284,6 +284,7 @@ func pvrdmaAttr(mod func(*verbs.DeviceAttr)) verbs.DeviceAttr {
 type netdevInfo struct {
 	own   bool // the device's own address (Config.Addr) is addrs[0]
 	name  string
+	mtu   int // the interface's MTU (0: unknown)
 	mac   [6]byte
 	addrs []netip.Addr
 }
@@ -359,7 +360,7 @@ func netdevOf(addr netip.Addr) (netdevInfo, error) {
 			}
 			// Any address of a loopback prefix is local (127.0.0.2, ...).
 			if ip.Unmap() == addr || (ifc.Flags&net.FlagLoopback != 0 && ipn.Contains(addr.AsSlice())) {
-				info := netdevInfo{own: true, name: ifc.Name, addrs: []netip.Addr{addr}}
+				info := netdevInfo{own: true, name: ifc.Name, mtu: ifc.MTU, addrs: []netip.Addr{addr}}
 				copy(info.mac[:], ifc.HardwareAddr)
 				return info, nil
 			}

@@ -85,7 +85,7 @@ func (d *Device) Open() (verbs.Context, error) {
 	c.port = verbs.PortAttr{
 		State:        verbs.PortActive,
 		MaxMTU:       verbs.MTU4096,
-		ActiveMTU:    d.cfg.MTU,
+		ActiveMTU:    activeMTU(d.cfg, nd.mtu),
 		GIDTblLen:    maxGIDs,
 		PortCapFlags: 1<<16 | 1<<26, // CM_SUP | IP_BASED_GIDS, as vmw_pvrdma reports
 		MaxMsgSz:     1 << 31,
@@ -577,4 +577,24 @@ func readARP(a netip.Addr) ([6]byte, bool) {
 		}
 	}
 	return mac, false
+}
+
+// roceHeaders bounds the bytes a RoCE packet adds to its payload on the
+// interface: an IPv6 header (40), UDP (8), BTH (12), the largest extended
+// header (RETH and ImmDt, 20, or AtomicETH, 28) and the ICRC (4).
+const roceHeaders = 40 + 8 + 12 + 28 + 4
+
+// activeMTU is the port's active MTU: the configured one, or where RoCE
+// packets go out of an interface whose MTU (ifMTU) cannot carry them, the
+// largest that it can, as rdma_rxe derives its port's MTU from its
+// netdev's.
+func activeMTU(cfg Config, ifMTU int) verbs.MTU {
+	m := cfg.MTU
+	if !cfg.Addr.IsValid() || cfg.Transport == TransportCopy || cfg.Transport == TransportTCP || ifMTU <= 0 {
+		return m
+	}
+	for m > verbs.MTU256 && m.Bytes()+roceHeaders > ifMTU {
+		m--
+	}
+	return m
 }

@@ -656,7 +656,11 @@ func (c *devContext) Transports() string {
 	if cfg.Transport == TransportTCP {
 		return fmt.Sprintf("TCP on %v:%d", w.addr, roce.Port)
 	}
-	return fmt.Sprintf("memory copy on this host, else TCP on %v:%d (UDP %d taken)", w.addr, roce.Port, roce.Port)
+	why := fmt.Sprintf("UDP %d taken", roce.Port)
+	if cfg.RoCE == 1 {
+		why = "no raw Ethernet frames without CAP_NET_RAW"
+	}
+	return fmt.Sprintf("memory copy on this host, else TCP on %v:%d (%s; the peer must fall back to TCP too)", w.addr, roce.Port, why)
 }
 
 // WireCounters returns the packet counters of the context's network port

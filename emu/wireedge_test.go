@@ -463,3 +463,29 @@ func TestWireAtomicBufferGone(t *testing.T) {
 		t.Errorf("status %v, want LOC_PROT_ERR", wc.Status)
 	}
 }
+
+// TestActiveMTUFitsTheInterface: where RoCE packets leave through an
+// interface, the port's active MTU is the largest whose packets fit the
+// interface's MTU (as rdma_rxe's); elsewhere it is the configured one.
+func TestActiveMTUFitsTheInterface(t *testing.T) {
+	addr := netip.MustParseAddr("10.99.1.1")
+	for _, c := range []struct {
+		cfg   Config
+		ifMTU int
+		want  verbs.MTU
+	}{
+		{Config{MTU: verbs.MTU4096, Addr: addr}, 1500, verbs.MTU1024},
+		{Config{MTU: verbs.MTU4096, Addr: addr, Transport: TransportRoCE, RoCE: 1}, 1500, verbs.MTU1024},
+		{Config{MTU: verbs.MTU4096, Addr: addr}, 9000, verbs.MTU4096},
+		{Config{MTU: verbs.MTU2048, Addr: addr}, 65536, verbs.MTU2048},
+		{Config{MTU: verbs.MTU512, Addr: addr}, 1500, verbs.MTU512},
+		{Config{MTU: verbs.MTU4096, Addr: addr, Transport: TransportTCP}, 1500, verbs.MTU4096},
+		{Config{MTU: verbs.MTU4096, Addr: addr, Transport: TransportCopy}, 1500, verbs.MTU4096},
+		{Config{MTU: verbs.MTU4096}, 1500, verbs.MTU4096},
+		{Config{MTU: verbs.MTU1024, Addr: addr}, 576, verbs.MTU256},
+	} {
+		if got := activeMTU(c.cfg, c.ifMTU); got != c.want {
+			t.Errorf("%+v on an interface of MTU %d: %v, want %v", c.cfg, c.ifMTU, got, c.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -85,7 +86,12 @@ func DevInfo(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout)
 		}
 		if err := printDevice(stdout, d, *port, *verbose); err != nil {
-			fmt.Fprintf(stderr, "devinfo: %s: %v\n", d.Name(), err)
+			// The device's own errors name it already.
+			var oe *verbs.OpError
+			if !errors.As(err, &oe) || oe.Device != d.Name() {
+				err = fmt.Errorf("%s: %w", d.Name(), err)
+			}
+			fmt.Fprintf(stderr, "devinfo: %v\n", err)
 			status = 1
 		}
 	}

@@ -90,4 +90,9 @@ func TestDevInfoNoDevice(t *testing.T) {
 	if status, _, errOut := runDevInfo(t, ""); status != 1 || !strings.Contains(errOut, "nope") {
 		t.Errorf("bad config: %d %q", status, errOut)
 	}
+	// A device that fails to open is named once.
+	t.Setenv(emu.EnvVar, "netdev=nosuch0")
+	if status, _, errOut := runDevInfo(t, ""); status != 1 || !strings.HasPrefix(errOut, "devinfo: emu0: open device: ") {
+		t.Errorf("device that does not open: %d %q", status, errOut)
+	}
 }
