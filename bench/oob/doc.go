@@ -81,7 +81,9 @@
 // [MinConnectTimeout], whichever is longer. An exchange that legitimately
 // waits for the whole test to run (a unidirectional BW server waits in a
 // handshake until the client is done) needs a longer timeout: call
-// [Conn.SetTimeout] before it.
+// [Conn.SetTimeout] before it. Such a wait still ends when the peer's host
+// or link is gone, which sends no FIN: the connection's TCP keep-alive
+// ([KeepAlive], about 13 s of silence) fails it.
 //
 // # Errors
 //
