@@ -97,11 +97,17 @@ func ParseConfig(s string) ([]Config, error) {
 		}
 		c := DefaultConfig()
 		roceSet := false
+		seen := map[string]bool{}
 		for _, kv := range strings.Split(dev, ",") {
 			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 			if !ok {
 				return nil, fmt.Errorf("%s: %q is not key=value", EnvVar, kv)
 			}
+			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+			if seen[k] {
+				return nil, fmt.Errorf("%s: %s given twice for one device (devices are separated by ';')", EnvVar, k)
+			}
+			seen[k] = true
 			switch k {
 			case "profile":
 				if _, ok := profiles[v]; !ok {
