@@ -153,6 +153,17 @@ func isNumber(s string) bool {
 	return err == nil
 }
 
+// exit waits for the command and returns its exit code; a command that
+// could not be waited for fails the test.
+func (p *proc) exit(t *testing.T) int {
+	t.Helper()
+	code, err := p.wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code
+}
+
 // wait waits for the command and returns its exit code.
 func (p *proc) wait() (int, error) {
 	<-p.copied

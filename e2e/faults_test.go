@@ -176,13 +176,10 @@ func TestBadPeer(t *testing.T) {
 	}
 }
 
-// TestUnreachableServer: a client whose server's address answers nothing
-// (an address behind a veth pair, in a network namespace the test creates,
-// where nothing answers) gives up after oob.MinConnectTimeout (longer than
-// the default peer timeout) with perftest's message and the reason, where
-// perftest waits for the kernel's SYN retries (about two minutes). It needs
-// root for the namespace.
-func TestUnreachableServer(t *testing.T) {
+// needNetns skips a test that needs a network namespace of its own
+// (unshare -n, ip) where it cannot have one: without root or the tools.
+func needNetns(t *testing.T) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to create a network namespace (unshare -n)")
 	}
@@ -191,6 +188,16 @@ func TestUnreachableServer(t *testing.T) {
 			t.Skipf("needs %s: %v", tool, err)
 		}
 	}
+}
+
+// TestUnreachableServer: a client whose server's address answers nothing
+// (an address behind a veth pair, in a network namespace the test creates,
+// where nothing answers) gives up after oob.MinConnectTimeout (longer than
+// the default peer timeout) with perftest's message and the reason, where
+// perftest waits for the kernel's SYN retries (about two minutes). It needs
+// root for the namespace.
+func TestUnreachableServer(t *testing.T) {
+	needNetns(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// A veth pair whose far end owns no address, and a fixed neighbour
@@ -221,14 +228,7 @@ func TestUnreachableServer(t *testing.T) {
 // about 13 s of silence). It needs root for the namespace (unshare -n),
 // whose loopback interface is the link.
 func TestPeerLinkCut(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create a network namespace (unshare -n)")
-	}
-	for _, tool := range []string{"unshare", "ip"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s: %v", tool, err)
-		}
-	}
+	needNetns(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()

@@ -40,14 +40,7 @@ func TestRunInfinitely(t *testing.T) {
 			if err := client.cmd.Process.Signal(os.Interrupt); err != nil {
 				t.Fatal(err)
 			}
-			ccode, err := client.wait()
-			if err != nil {
-				t.Fatal(err)
-			}
-			scode, err := server.wait()
-			if err != nil {
-				t.Fatal(err)
-			}
+			ccode, scode := client.exit(t), server.exit(t)
 			cout, sout := client.stdout.String(), server.stdout.String()
 			t.Logf("client (exit %d):\n%s%s", ccode, cout, client.stderr.String())
 			t.Logf("server (exit %d):\n%s%s", scode, sout, server.stderr.String())
@@ -78,14 +71,7 @@ func TestRunInfinitely(t *testing.T) {
 		server := start(t, ctx, "write_bw", "-p", port, "-D", "1")
 		waitListening(t, ctx, server, port)
 		client := start(t, ctx, "write_bw", "-p", port, "--run_infinitely", "-D", "1", "localhost")
-		ccode, err := client.wait()
-		if err != nil {
-			t.Fatal(err)
-		}
-		scode, err := server.wait()
-		if err != nil {
-			t.Fatal(err)
-		}
+		ccode, scode := client.exit(t), server.exit(t)
 		cerr := client.stderr.String()
 		t.Logf("client (exit %d): %q; server (exit %d): %q", ccode, cerr, scode, server.stderr.String())
 		if ccode != 1 || scode != 1 {

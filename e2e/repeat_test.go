@@ -62,14 +62,7 @@ func TestRepeatMismatch(t *testing.T) {
 	waitListening(t, ctx, srv, port)
 	file := filepath.Join(t.TempDir(), "c.json")
 	cli := start(t, ctx, "write_bw", "-d", "emu0", "-n", "200", "--repeat", "4", "--out_json", "--out_json_file", file, "-p", port, "localhost")
-	ccode, err := cli.wait()
-	if err != nil {
-		t.Fatal(err)
-	}
-	scode, err := srv.wait()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ccode, scode := cli.exit(t), srv.exit(t)
 	if ccode != 1 || scode != 0 {
 		t.Errorf("exit %d (client) and %d (server), want 1 and 0", ccode, scode)
 	}
