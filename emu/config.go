@@ -38,7 +38,11 @@ import (
 // 4791 of an emulated peer. auto, the default, uses copy when the peer QP
 // is on this host and, with addr set, RoCE otherwise, or TCP when UDP
 // port 4791 of addr is taken (by rdma_rxe, for example) or raw frames are
-// not permitted. Without addr a device has only the copy transport.
+// not permitted. A RoCE v2 device in auto mode listens on TCP port 4791
+// too, and answers over TCP a peer that fell back to TCP: such a peer
+// connects when its QP moves to RTR or it creates an address handle, and
+// the device asks an address handle's peer whether it did. Without addr a
+// device has only the copy transport.
 //
 // The devices are named emu0, emu1, ... in order. Unset or empty means one
 // device, emu0, with every default. "off" means no emulated device.

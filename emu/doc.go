@@ -50,8 +50,14 @@
 // is taken. Its GID table is then that address alone. The transport is
 // chosen per QP when it moves to RTR: memory copy when the destination QP
 // is on this host (transport=auto, the default) and the network otherwise;
-// transport=copy, roce or tcp forces one. A QP's DataPath and the
-// context's Transports say which.
+// transport=copy, roce or tcp forces one. In auto mode the two network
+// transports meet: a device that fell back to TCP connects to its peer's
+// TCP port 4791 when a QP moves to RTR or an address handle is created,
+// and a RoCE v2 device (which listens there too) then sends to that peer
+// over TCP; each end of a TCP link first says, in a hello, whether it
+// receives over UDP as well. A RoCE v2 device creating an address handle
+// asks the peer the same way; a kernel RoCE stack has no TCP port, and
+// stays on UDP. A QP's DataPath and the context's Transports say which.
 //
 // On the network the device is rdma_rxe's peer: packets carry a BTH,
 // the RETH, AETH, DETH, ImmDt and AtomicETH headers their opcodes need,

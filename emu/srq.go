@@ -155,6 +155,12 @@ func (p *pd) CreateAH(attr verbs.AHAttr) (verbs.AH, error) {
 	if err := p.child("create ah"); err != nil {
 		return nil, err
 	}
+	if c.wire != nil && !attr.GRH.DGID.IsLinkLocal() {
+		// The peer of a UD QP may never send first: a TCP port
+		// connects, a RoCE v2 port asks whether the peer is on TCP.
+		c.wire.connect(wireAddr(attr.GRH.DGID))
+		c.wire.probe(wireAddr(attr.GRH.DGID))
+	}
 	return &ah{AH: pvrdma.NewAH(attr, p.id, c.resolveMAC(attr.GRH.DGID)), p: p}, nil
 }
 

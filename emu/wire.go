@@ -6,8 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,6 +89,7 @@ type wirePort struct {
 
 	mu         sync.Mutex
 	links      map[netip.Addr]*tcpLink // the link in use per peer, under mu
+	nLinks     atomic.Int32            // len(links)
 	allLinks   map[*tcpLink]bool       // every open link, with a reader; under mu
 	dialFailed map[netip.Addr]time.Time
 	closed     bool
@@ -123,7 +126,19 @@ type wirePort struct {
 type tcpLink struct {
 	c  *net.TCPConn
 	mu sync.Mutex // serializes writes
+
+	// Each end of a link first sends a hello, a frame of one byte: 1 if
+	// its port receives RoCE v2 over UDP as well, 0 if over TCP only.
+	needTCP   atomic.Bool   // the peer's hello said TCP only
+	hello     chan struct{} // closed when the peer's hello arrives
+	helloOnce sync.Once
 }
+
+// hello frames (see tcpLink).
+const (
+	helloTCPOnly = 0
+	helloUDP     = 1
+)
 
 var errAddrNotLocal = errors.New("address is on no interface of this host")
 
@@ -196,6 +211,17 @@ func openWire(h *host, cfg Config) (*wirePort, error) {
 			unix.EnableDropCount(u)
 			w.wg.Add(1)
 			go w.readUDP()
+			if cfg.Transport != TransportRoCE {
+				// auto: peers whose own UDP port 4791 is taken fall
+				// back to TCP and connect here; packets to them go
+				// over their link. Without the TCP port (taken) they
+				// are not reached.
+				if ln, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(netip.AddrPortFrom(cfg.Addr, roce.Port))); err == nil {
+					w.ln = ln
+					w.wg.Add(1)
+					go w.accept()
+				}
+			}
 			return w, nil
 		case cfg.Transport == TransportRoCE || !errors.Is(err, unix.EADDRINUSE):
 			return nil, fmt.Errorf("roce: %w%s", err, inUse(err))
@@ -224,6 +250,7 @@ func (w *wirePort) close() {
 	w.shut.Store(true)
 	links := w.allLinks
 	w.links, w.allLinks = nil, nil
+	w.nLinks.Store(0)
 	w.mu.Unlock()
 	if w.udp != nil {
 		w.udp.Close()
@@ -267,6 +294,7 @@ type txBatch struct {
 	nseg  int
 	short bool // the last datagram is shorter than seg: nothing may follow
 	dst   netip.Addr
+	kind  wireKind // of the packets b holds (wirePort.kindTo)
 	oob   [64]byte
 	sums  flowCache
 }
@@ -306,25 +334,42 @@ func (w *wirePort) reserve(b *txBatch, dst netip.Addr, n int) []byte {
 	if b.buf == nil {
 		b.buf = make([]byte, batchBytes+frameMax)
 	}
-	switch w.kind {
+	k := w.kindTo(dst)
+	switch k {
 	case wireRoCEv1:
-		b.dst = dst
+		b.dst, b.kind = dst, k
 		return b.buf[roce.GRHLen : roce.GRHLen+n]
 	case wireTCP:
-		if b.nseg > 0 && (b.dst != dst || b.n+2+n > batchBytes) {
+		if b.nseg > 0 && (b.kind != k || b.dst != dst || b.n+2+n > batchBytes) {
 			w.flush(b)
 		}
-		b.dst = dst
+		b.dst, b.kind = dst, k
 		binary.BigEndian.PutUint16(b.buf[b.n:], uint16(n))
 		return b.buf[b.n+2 : b.n+2+n]
 	}
-	if b.nseg > 0 && (!w.gso.Load() || b.dst != dst || b.short || n > b.seg || b.nseg == maxSegs || b.n+n > batchBytes) {
+	if b.nseg > 0 && (b.kind != k || !w.gso.Load() || b.dst != dst || b.short || n > b.seg || b.nseg == maxSegs || b.n+n > batchBytes) {
 		w.flush(b)
 	}
 	if b.nseg == 0 {
-		b.seg, b.dst = n, dst
+		b.seg, b.dst, b.kind = n, dst, k
 	}
 	return b.buf[b.n : b.n+n]
+}
+
+// kindTo returns the transport of packets to dst: the port's, or TCP to
+// a peer that fell back to it and connected to a RoCE v2 port in auto
+// mode.
+func (w *wirePort) kindTo(dst netip.Addr) wireKind {
+	if w.kind != wireRoCE || w.nLinks.Load() == 0 {
+		return w.kind
+	}
+	w.mu.Lock()
+	l := w.links[dst]
+	w.mu.Unlock()
+	if l != nil && l.needTCP.Load() {
+		return wireTCP
+	}
+	return w.kind
 }
 
 // encode reserves room in b for p with n payload bytes to dst, writes its
@@ -341,7 +386,7 @@ func (w *wirePort) encode(b *txBatch, dst netip.Addr, p *roce.Packet, n int) (pk
 // commit seals pkt, the packet written where reserve said, and adds it to
 // b (a RoCE v1 frame goes at once).
 func (w *wirePort) commit(b *txBatch, pkt []byte) {
-	switch w.kind {
+	switch b.kind {
 	case wireRoCEv1:
 		w.sendV1(b.buf[:roce.GRHLen+len(pkt)], b.dst)
 		return
@@ -365,7 +410,7 @@ func (w *wirePort) flush(b *txBatch) {
 	w.txPkts.Add(uint64(b.nseg))
 	w.txBatches.Add(1)
 	defer func() { b.n, b.nseg, b.short = 0, 0, false }()
-	if w.kind == wireTCP {
+	if b.kind == wireTCP {
 		w.sendTCP(b.dst, b.buf[:b.n], b.nseg)
 		return
 	}
@@ -476,7 +521,11 @@ func (w *wirePort) accept() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		w.addLink(c)
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			w.addLink(c, true)
+		}()
 	}
 }
 
@@ -500,7 +549,7 @@ func (w *wirePort) dial(dst netip.Addr) *tcpLink {
 		w.mu.Unlock()
 		return nil
 	}
-	w.addLink(c.(*net.TCPConn))
+	w.addLink(c.(*net.TCPConn), false)
 	// Send on the link in use: one link per peer keeps packets in order
 	// (when both ends dial at once, or a port dials itself, the other
 	// connection may have been stored first).
@@ -510,15 +559,89 @@ func (w *wirePort) dial(dst netip.Addr) *tcpLink {
 	return l
 }
 
+// connect makes sure, for a TCP port, that a link to dst exists before
+// the first packet: the peer, when its own port is RoCE v2 in auto mode,
+// then sends over it too (kindTo), even before this side sends anything.
+func (w *wirePort) connect(dst netip.Addr) {
+	if w.kind == wireTCP && dst != w.addr {
+		w.awaitHello(w.dial(dst))
+	}
+}
+
+// awaitHello waits for the peer's hello on l (nil: none), at most
+// dialTimeout.
+func (w *wirePort) awaitHello(l *tcpLink) {
+	if l == nil {
+		return
+	}
+	t := time.NewTimer(dialTimeout)
+	defer t.Stop()
+	select {
+	case <-l.hello:
+	case <-t.C:
+	}
+}
+
+// tcpPeers returns, for a RoCE v2 port, the peers reached over TCP.
+func (w *wirePort) tcpPeers() []netip.Addr {
+	if w.kind != wireRoCE {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var peers []netip.Addr
+	for a, l := range w.links {
+		if l.needTCP.Load() {
+			peers = append(peers, a)
+		}
+	}
+	slices.SortFunc(peers, netip.Addr.Compare)
+	return peers
+}
+
+// probe asks, for a RoCE v2 port in auto mode, whether dst has fallen back
+// to TCP: it connects to dst's TCP port and waits for its hello (at most
+// dialTimeout). A kernel RDMA device has no TCP port: the connection is
+// refused, and UDP it is. For UD address handles, whose peer may never
+// send first.
+func (w *wirePort) probe(dst netip.Addr) {
+	if w.kind != wireRoCE || w.ln == nil || dst == w.addr {
+		return
+	}
+	w.awaitHello(w.dial(dst))
+}
+
 const (
 	dialTimeout = time.Second
 	dialBackoff = 200 * time.Millisecond
 )
 
-func (w *wirePort) addLink(c *net.TCPConn) *tcpLink {
+// addLink starts using c, a connection to a peer's port (accepted: from
+// it). The ends exchange hellos first: the accepting end reads the
+// dialler's, then stores the link and sends its own, so that a dialler
+// that has the answer (connect) knows the peer uses the link.
+func (w *wirePort) addLink(c *net.TCPConn, accepted bool) *tcpLink {
 	_ = c.SetNoDelay(true)
 	peer := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
-	l := &tcpLink{c: c}
+	l := &tcpLink{c: c, hello: make(chan struct{})}
+	if accepted {
+		var h [3]byte
+		_ = c.SetReadDeadline(time.Now().Add(dialTimeout))
+		if _, err := io.ReadFull(c, h[:]); err != nil || h[0] != 0 || h[1] != 1 || h[2] > helloUDP {
+			c.Close() // not a peer of ours
+			return nil
+		}
+		_ = c.SetReadDeadline(time.Time{})
+		l.needTCP.Store(h[2] == helloTCPOnly)
+		close(l.hello)
+	}
+	mode := byte(helloUDP)
+	if w.kind == wireTCP {
+		mode = helloTCPOnly
+	}
+	// Under the link's write lock, nothing is sent on it before the hello.
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -527,11 +650,16 @@ func (w *wirePort) addLink(c *net.TCPConn) *tcpLink {
 	}
 	if old := w.links[peer]; old == nil {
 		w.links[peer] = l // else keep the link in use; read from both
+		w.nLinks.Store(int32(len(w.links)))
 	}
 	w.allLinks[l] = true
 	w.wg.Add(1)
 	w.mu.Unlock()
 	go w.readTCP(peer, l)
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte{0, 1, mode}); err != nil {
+		c.Close() // the reader forgets the link
+	}
 	return l
 }
 
@@ -542,6 +670,7 @@ func (w *wirePort) readTCP(peer netip.Addr, l *tcpLink) {
 		w.mu.Lock()
 		if w.links != nil && w.links[peer] == l {
 			delete(w.links, peer)
+			w.nLinks.Store(int32(len(w.links)))
 		}
 		delete(w.allLinks, l)
 		w.mu.Unlock()
@@ -561,6 +690,12 @@ func (w *wirePort) readTCP(peer netip.Addr, l *tcpLink) {
 			}
 			if have-off < 2+n {
 				break
+			}
+			if n == 1 {
+				l.needTCP.Store(buf[off+2] == helloTCPOnly)
+				l.helloOnce.Do(func() { close(l.hello) })
+				off += 3
+				continue
 			}
 			w.input(peer, roce.Port, buf[off+2:off+2+n], 0, &sums)
 			off += 2 + n
@@ -584,7 +719,7 @@ func (w *wirePort) input(src netip.Addr, srcPort uint16, b []byte, id uint16, su
 		w.drop(dropMalformed)
 		return
 	}
-	if w.kind == wireRoCEv1 {
+	if sums == nil {
 		if !roce.CheckICRCv1(w.rxGRH, b) {
 			w.drop(dropICRC)
 			return
@@ -651,16 +786,18 @@ func (c *devContext) Transports() string {
 		if cfg.Transport == TransportRoCE {
 			return fmt.Sprintf("RoCE v2 on UDP %v:%d", w.addr, roce.Port)
 		}
-		return fmt.Sprintf("memory copy on this host, else RoCE v2 on UDP %v:%d", w.addr, roce.Port)
+		if w.ln == nil {
+			return fmt.Sprintf("memory copy on this host, else RoCE v2 on UDP %v:%d (TCP %d taken: peers that fall back to TCP are not reached)", w.addr, roce.Port, roce.Port)
+		}
+		return fmt.Sprintf("memory copy on this host, else RoCE v2 on UDP %v:%d, or TCP with peers that fall back to it (TCP %d)", w.addr, roce.Port, roce.Port)
 	}
 	if cfg.Transport == TransportTCP {
 		return fmt.Sprintf("TCP on %v:%d", w.addr, roce.Port)
 	}
-	why := fmt.Sprintf("UDP %d taken", roce.Port)
 	if cfg.RoCE == 1 {
-		why = "no raw Ethernet frames without CAP_NET_RAW"
+		return fmt.Sprintf("memory copy on this host, else TCP on %v:%d (no raw Ethernet frames without CAP_NET_RAW; the peer must use TCP too)", w.addr, roce.Port)
 	}
-	return fmt.Sprintf("memory copy on this host, else TCP on %v:%d (%s; the peer must fall back to TCP too)", w.addr, roce.Port, why)
+	return fmt.Sprintf("memory copy on this host, else TCP on %v:%d (UDP %d taken; an emulated peer in auto mode answers over TCP, a kernel RDMA device does not)", w.addr, roce.Port, roce.Port)
 }
 
 // WireCounters returns the packet counters of the context's network port

@@ -482,6 +482,10 @@ func TestWireTCPCloseAllLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
+		if _, err := c.Write([]byte{0, 1, helloUDP}); err != nil {
+			ctx.Close()
+			t.Fatal(err)
+		}
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -689,5 +693,72 @@ func TestWireUCLongMessage(t *testing.T) {
 			t.Fatal("the UC write's bytes did not all arrive")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestWireAutoFallback: a device in auto mode whose UDP port 4791 is taken
+// falls back to TCP, and a RoCE v2 device in auto mode then reaches it over
+// TCP: from the fallback's first connection (an RC QP's RTR), or from its
+// own probe (a UD address handle) when the peer never sends first. A peer
+// with no TCP port (a kernel RDMA device) stays on UDP, and so does an
+// emulated peer on RoCE v2. A connection that does not start with a hello
+// is closed.
+func TestWireAutoFallback(t *testing.T) {
+	base := netip.AddrFrom4([4]byte{127, 0, 6, 10})
+	roceAddr, tcpAddr, otherAddr, nobody := base, base.Next(), base.Next().Next(), base.Next().Next().Next()
+	taken, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(tcpAddr, roce.Port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	port := func(a netip.Addr) *wirePort {
+		return openWireDevice(t, a, TransportAuto).(*devContext).wire
+	}
+	r, f, o := port(roceAddr), port(tcpAddr), port(otherAddr)
+	if r.kind != wireRoCE || r.ln == nil || f.kind != wireTCP || o.kind != wireRoCE {
+		t.Fatalf("ports: %v (TCP listener %v), %v, %v; want RoCE v2 with a TCP listener, TCP, RoCE v2", r.kind, r.ln != nil, f.kind, o.kind)
+	}
+	if got := r.kindTo(tcpAddr); got != wireRoCE {
+		t.Fatalf("before any link the RoCE port sends to the fallback over %v", got)
+	}
+	// The fallback connects (an RC QP's RTR): when connect returns, the
+	// RoCE port already sends to it over TCP.
+	f.connect(roceAddr)
+	if got := r.kindTo(tcpAddr); got != wireTCP {
+		t.Errorf("after the fallback connected, the RoCE port sends to it over %v, want TCP", got)
+	}
+	if got := r.tcpPeers(); len(got) != 1 || got[0] != tcpAddr {
+		t.Errorf("TCP peers %v, want [%v]", got, tcpAddr)
+	}
+	// The other RoCE device probes the fallback (a UD address handle),
+	// and the RoCE device: TCP to the first, UDP to the second.
+	o.probe(tcpAddr)
+	o.probe(roceAddr)
+	if got := o.kindTo(tcpAddr); got != wireTCP {
+		t.Errorf("after its probe, a RoCE port sends to the fallback over %v, want TCP", got)
+	}
+	if got := o.kindTo(roceAddr); got != wireRoCE {
+		t.Errorf("after its probe, a RoCE port sends to another RoCE port over %v, want RoCE v2", got)
+	}
+	if got := r.kindTo(otherAddr); got != wireRoCE {
+		t.Errorf("a probed RoCE port sends to its prober over %v, want RoCE v2", got)
+	}
+	// Nobody listens: the probe's connection is refused, UDP it is.
+	o.probe(nobody)
+	if got := o.kindTo(nobody); got != wireRoCE {
+		t.Errorf("a peer without a TCP port is reached over %v, want RoCE v2", got)
+	}
+	// A connection without a hello is not a link.
+	c, err := net.Dial("tcp", netip.AddrPortFrom(roceAddr, roce.Port).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte{0, 40, 1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := c.Read(make([]byte, 8)); err == nil {
+		t.Errorf("a connection without a hello got %d bytes, want it closed", n)
 	}
 }

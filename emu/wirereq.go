@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -996,6 +997,7 @@ func (q *qp) chooseTransport() {
 	q.startWire(q.attr.AH.GRH.DGID)
 	q.setWRC(true)
 	q.setNetUser(true)
+	port.connect(q.wq.peer)
 }
 
 // setNetUser records whether q may use the network port (an RC or UC QP
@@ -1060,12 +1062,16 @@ func (q *qp) DataPath() string {
 	w := q.c.wire
 	switch {
 	case q.wrc:
-		return fmt.Sprintf("%v, %v -> %v (emulated device)", w.kind, w.addr, q.wq.peer)
+		return fmt.Sprintf("%v, %v -> %v (emulated device)", w.kindTo(q.wq.peer), w.addr, q.wq.peer)
 	case w != nil && q.typ == verbs.UD:
-		if q.c.dev.cfg.Transport == TransportAuto {
-			return fmt.Sprintf("memory copy on this host, else %v from %v (emulated device)", w.kind, w.addr)
+		via := fmt.Sprintf("%v from %v", w.kind, w.addr)
+		if peers := w.tcpPeers(); len(peers) > 0 {
+			via += fmt.Sprintf(" (TCP to %v)", strings.Trim(fmt.Sprint(peers), "[]"))
 		}
-		return fmt.Sprintf("%v from %v (emulated device)", w.kind, w.addr)
+		if q.c.dev.cfg.Transport == TransportAuto {
+			return "memory copy on this host, else " + via + " (emulated device)"
+		}
+		return via + " (emulated device)"
 	}
 	return "memory copy (emulated device)"
 }
