@@ -23,13 +23,7 @@ type cmDev struct {
 
 // cmView reads the device's netdev now, as Device.Open does.
 func (d *Device) cmView() (*cmDev, error) {
-	var nd netdevInfo
-	var err error
-	if d.cfg.Addr.IsValid() {
-		nd, err = netdevOf(d.cfg.Addr)
-	} else {
-		nd, err = readNetdev(d.cfg.Netdev)
-	}
+	nd, err := d.netdev()
 	if err != nil {
 		return nil, err
 	}

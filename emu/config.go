@@ -23,7 +23,8 @@ import (
 //	roce=v1|v2                                     (default v2; pvrdma-hw13 only has v1)
 //	mtu=256|512|1024|2048|4096                     (active MTU, default 1024)
 //	netdev=NAME                                    (interface the GIDs come from;
-//	                                                default: the default-route interface)
+//	                                                default: the default-route interface;
+//	                                                with addr, the interface that holds it)
 //	addr=IP                                        (the device's own address on the
 //	                                                network: its GIDs, and where it
 //	                                                sends and receives packets)
@@ -288,6 +289,19 @@ func pvrdmaAttr(mod func(*verbs.DeviceAttr)) verbs.DeviceAttr {
 	}
 	mod(&a)
 	return a
+}
+
+// netdev reads the interface the device's GIDs come from: the one that
+// holds its address, else the configured or default one.
+func (d *Device) netdev() (netdevInfo, error) {
+	if !d.cfg.Addr.IsValid() {
+		return readNetdev(d.cfg.Netdev)
+	}
+	nd, err := netdevOf(d.cfg.Addr)
+	if err == nil && d.cfg.Netdev != "" && nd.name != d.cfg.Netdev {
+		return netdevInfo{}, fmt.Errorf("emu: addr %v is on interface %s, not on netdev=%s", d.cfg.Addr, nd.name, d.cfg.Netdev)
+	}
+	return nd, err
 }
 
 // netdevInfo is what the GID table is built from.

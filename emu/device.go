@@ -56,13 +56,7 @@ func (d *Device) Config() Config { return d.cfg }
 
 // Open opens the device.
 func (d *Device) Open() (verbs.Context, error) {
-	var nd netdevInfo
-	var err error
-	if d.cfg.Addr.IsValid() {
-		nd, err = netdevOf(d.cfg.Addr)
-	} else {
-		nd, err = readNetdev(d.cfg.Netdev)
-	}
+	nd, err := d.netdev()
 	if err != nil {
 		return nil, verbs.NewOpError("open device", d.name, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -761,4 +762,29 @@ func TestWireAutoFallback(t *testing.T) {
 	if n, err := c.Read(make([]byte, 8)); err == nil {
 		t.Errorf("a connection without a hello got %d bytes, want it closed", n)
 	}
+}
+
+// TestAddrNotOnNetdev: a device whose address is not on the interface its
+// netdev names is refused when opened, rather than the netdev ignored.
+func TestAddrNotOnNetdev(t *testing.T) {
+	d, err := NewDevice("emu0", Config{Profile: ProfileUnrestricted, RoCE: 2, MTU: verbs.MTU1024, Addr: netip.MustParseAddr("127.0.0.1"), Netdev: "pvperf-none0", Transport: TransportCopy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := d.Open()
+	if err == nil {
+		ctx.Close()
+		t.Fatal("opened a device whose address is not on its netdev")
+	}
+	if want := "addr 127.0.0.1 is on interface lo, not on netdev=pvperf-none0"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q, want it to say %q", err, want)
+	}
+	d, err = NewDevice("emu0", Config{Profile: ProfileUnrestricted, RoCE: 2, MTU: verbs.MTU1024, Addr: netip.MustParseAddr("127.0.0.1"), Netdev: "lo", Transport: TransportCopy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctx, err = d.Open(); err != nil {
+		t.Fatalf("address on its netdev: %v", err)
+	}
+	ctx.Close()
 }
