@@ -608,12 +608,21 @@ func (w *wirePort) probe(dst netip.Addr) {
 	if w.kind != wireRoCE || w.ln == nil || dst == w.addr {
 		return
 	}
+	w.mu.Lock()
+	failed := w.dialFailed[dst]
+	w.mu.Unlock()
+	if time.Since(failed) < probeBackoff {
+		return // a peer that refused lately is asked again later
+	}
 	w.awaitHello(w.dial(dst))
 }
 
 const (
 	dialTimeout = time.Second
 	dialBackoff = 200 * time.Millisecond
+	// probeBackoff is how long a probe's failure (a peer without a TCP
+	// port, or silent) holds: address handles made meanwhile do not wait.
+	probeBackoff = 10 * time.Second
 )
 
 // addLink starts using c, a connection to a peer's port (accepted: from
