@@ -44,6 +44,17 @@ func NewDevice(name string, cfg Config) (*Device, error) {
 	if cfg.MTU.Bytes() == 0 {
 		return nil, fmt.Errorf("emu: %w: invalid MTU %d", errBadConfig, cfg.MTU)
 	}
+	switch cfg.Transport {
+	case "":
+		cfg.Transport = TransportAuto
+	case TransportAuto, TransportCopy:
+	case TransportRoCE, TransportTCP:
+		if !cfg.Addr.IsValid() {
+			return nil, fmt.Errorf("emu: %w: transport %s needs an address", errBadConfig, cfg.Transport)
+		}
+	default:
+		return nil, fmt.Errorf("emu: %w: unknown transport %q", errBadConfig, cfg.Transport)
+	}
 	return &Device{name: name, cfg: cfg, prof: p}, nil
 }
 

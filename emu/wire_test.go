@@ -788,3 +788,25 @@ func TestAddrNotOnNetdev(t *testing.T) {
 	}
 	ctx.Close()
 }
+
+// TestDefaultTransportIsAuto: a device configured with an address and no
+// transport is in auto mode, as documented: its QPs reach a QP of this
+// host by memory copy, not over the network.
+func TestDefaultTransportIsAuto(t *testing.T) {
+	a, b := netip.MustParseAddr("127.0.6.30"), netip.MustParseAddr("127.0.6.31")
+	x, y := newEndpoint(t, openWireDevice(t, a, ""), 4096), newEndpoint(t, openWireDevice(t, b, ""), 4096)
+	defer x.close()
+	defer y.close()
+	if err := x.connect(y.info()); err != nil {
+		t.Fatal(err)
+	}
+	if err := y.connect(x.info()); err != nil {
+		t.Fatal(err)
+	}
+	if got := x.qp.(interface{ DataPath() string }).DataPath(); got != "memory copy (emulated device)" {
+		t.Errorf("data path %q, want memory copy", got)
+	}
+	if got := x.ctx.(*devContext).Transports(); !strings.HasPrefix(got, "memory copy on this host, else ") {
+		t.Errorf("transports %q, want memory copy on this host first", got)
+	}
+}

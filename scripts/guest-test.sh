@@ -50,7 +50,11 @@
 #                of pvperf against perftest, and write_bw, send_bw and
 #                read_bw between the two emulators with --check_data, and
 #                write_bw with --data_validation (durations and packet
-#                counters reported). With this group
+#                counters reported); and an emulator beside rxe1 in the
+#                initial namespace (addr=10.79.0.1: rxe holds UDP 4791, so
+#                it falls back to TCP) against emu0 of emuns, which must
+#                follow it onto TCP (write_bw, send_bw -c UD, both roles,
+#                --check_data). With this group
 #                the default time limit is 1200 s; PVPERF_GUEST_WIRE_EMU
 #                replaces the emulator's PVPERF_EMU (e.g.
 #                addr=10.79.0.2,transport=tcp)
@@ -336,7 +340,7 @@ for c in ${checks//,/ }; do
 	case $c in
 	sanity) t=TestSanity ;; conformance) t=TestConformance ;; rdmacm) t='TestRDMACM|TestRDMACMInterop|TestCMFailures|TestCMSetup|TestCMDataPath' ;; pvperf) t='TestPvperf|TestDataValidation' ;;
 	ref) t=TestReference ;; interop) t='TestInterop|TestRunInfinitely' ;; reports) t=TestReports ;; side) t=TestSideBySide ;;
-	wire) t='TestWire|TestWireFaults' ;;
+	wire) t='TestWire|TestWireFallback|TestWireFaults' ;;
 	esac
 	run=${run:+$run|}$t
 done

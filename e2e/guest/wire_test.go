@@ -854,3 +854,45 @@ func TestWireFaults(t *testing.T) {
 	t.Logf("durations (pvperf client in %s; server: perftest on %s, or pvperf in %s):\n%s",
 		*wireNS, *wireDevice, *wireNS2, strings.Join(summary, "\n"))
 }
+
+// TestWireFallback: the emulator in the initial namespace, where rdma_rxe
+// holds UDP port 4791, with the address of rxe's interface: in auto mode
+// it falls back to TCP, and the emulator of -guest.wire-ns (auto, RoCE v2)
+// follows it there, in both roles, for RC and UD, with the data checked.
+// Both headers must name TCP as the data path.
+func TestWireFallback(t *testing.T) {
+	needWire(t)
+	here := func(test string, opts ...string) endpoint {
+		argv := []string{"env", "PVPERF_EMU=addr=" + *wireAddr, pv(test), "-d", "emu0", "-x", "0", "-F"}
+		return endpoint{argv: append(argv, opts...), label: "pvperf " + test + " on emu0 beside " + *wireDevice}
+	}
+	// The Data path lines of each side, the emulator beside rxe (on TCP)
+	// and the one in the namespace (RoCE v2, TCP to the first).
+	tcpSide, nsSide := *wireAddr, *wirePeer
+	paths := map[string][2]string{ // [fallback side, namespace side]
+		"write_bw": {"TCP, " + tcpSide + " -> " + nsSide, "TCP, " + nsSide + " -> " + tcpSide},
+		"send_bw": {"memory copy on this host, else TCP from " + tcpSide,
+			"memory copy on this host, else RoCE v2 from " + nsSide + " (TCP to " + tcpSide + ")"},
+	}
+	for _, c := range []struct{ test, opts string }{{"write_bw", "--check_data"}, {"send_bw", "-c UD --check_data"}} {
+		for _, dir := range []string{"fallback_server", "fallback_client"} {
+			t.Run(interopName(c.test, c.opts)+"/"+dir, func(t *testing.T) {
+				o := wireOpts(c.test, c.opts)
+				p := wirePair{server: here(c.test, o...), client: emuEnd(c.test, o...), serverAddr: *wireAddr, serverRow: serverReports(c.test)}
+				if dir == "fallback_client" {
+					p = wirePair{server: emuEnd(c.test, o...), client: here(c.test, o...), serverAddr: *wirePeer, serverRow: serverReports(c.test)}
+				}
+				r := p.check(t)
+				outFB, outNS := r.server, r.client
+				if dir == "fallback_client" {
+					outFB, outNS = r.client, r.server
+				}
+				for i, out := range []string{outFB, outNS} {
+					if want := " Data path       : " + paths[c.test][i] + " (emulated device)\n"; !strings.Contains(out, want) {
+						t.Errorf("the %s side's header lacks %q", [2]string{"fallback", "namespace"}[i], want)
+					}
+				}
+			})
+		}
+	}
+}
