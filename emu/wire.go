@@ -91,6 +91,7 @@ type wirePort struct {
 	links      map[netip.Addr]*tcpLink // the link in use per peer, under mu
 	nLinks     atomic.Int32            // len(links)
 	allLinks   map[*tcpLink]bool       // every open link, with a reader; under mu
+	hellos     map[*net.TCPConn]bool   // accepted connections whose hello is awaited; under mu
 	dialFailed map[netip.Addr]time.Time
 	closed     bool
 	shut       atomic.Bool // closed, for the receive goroutines
@@ -184,7 +185,7 @@ func (w *wirePort) release() {
 // openWire opens the network port of an address: UDP port 4791 for RoCE
 // v2, else (transport=tcp, or auto with UDP 4791 taken) TCP port 4791.
 func openWire(h *host, cfg Config) (*wirePort, error) {
-	w := &wirePort{h: h, addr: cfg.Addr, links: map[netip.Addr]*tcpLink{}, allLinks: map[*tcpLink]bool{}, dialFailed: map[netip.Addr]time.Time{}}
+	w := &wirePort{h: h, addr: cfg.Addr, links: map[netip.Addr]*tcpLink{}, allLinks: map[*tcpLink]bool{}, hellos: map[*net.TCPConn]bool{}, dialFailed: map[netip.Addr]time.Time{}}
 	if cfg.RoCE == 1 && cfg.Transport != TransportTCP {
 		err := w.openRaw(cfg)
 		if err == nil {
@@ -248,8 +249,8 @@ func (w *wirePort) close() {
 	w.mu.Lock()
 	w.closed = true
 	w.shut.Store(true)
-	links := w.allLinks
-	w.links, w.allLinks = nil, nil
+	links, hellos := w.allLinks, w.hellos
+	w.links, w.allLinks, w.hellos = nil, nil, nil
 	w.nLinks.Store(0)
 	w.mu.Unlock()
 	if w.udp != nil {
@@ -263,6 +264,9 @@ func (w *wirePort) close() {
 	}
 	for l := range links {
 		l.c.Close()
+	}
+	for c := range hellos {
+		c.Close()
 	}
 	w.wg.Wait()
 }
@@ -634,9 +638,21 @@ func (w *wirePort) addLink(c *net.TCPConn, accepted bool) *tcpLink {
 	peer := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
 	l := &tcpLink{c: c, hello: make(chan struct{})}
 	if accepted {
+		w.mu.Lock()
+		if w.closed {
+			w.mu.Unlock()
+			c.Close()
+			return nil
+		}
+		w.hellos[c] = true // closing the port closes it
+		w.mu.Unlock()
 		var h [3]byte
 		_ = c.SetReadDeadline(time.Now().Add(dialTimeout))
-		if _, err := io.ReadFull(c, h[:]); err != nil || h[0] != 0 || h[1] != 1 || h[2] > helloUDP {
+		_, err := io.ReadFull(c, h[:])
+		w.mu.Lock()
+		delete(w.hellos, c)
+		w.mu.Unlock()
+		if err != nil || h[0] != 0 || h[1] != 1 || h[2] > helloUDP {
 			c.Close() // not a peer of ours
 			return nil
 		}
