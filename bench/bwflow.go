@@ -177,6 +177,14 @@ func (s *session) runRDMABW(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if cfg.Bidirectional && cfg.Duration == 0 && !writeImm {
+			// This side's loop waited for its own operations only:
+			// the peer's, in the other direction, may take longer
+			// (a slower path), and the next exchange waits for them
+			// as perftest's does, without the peer timeout (the
+			// peer's death or its host's still ends it).
+			s.conn.SetTimeout(oob.NoTimeout)
+		}
 		if v != nil && cfg.Bidirectional {
 			// Both sides are done sending; give the validators time to
 			// catch up (perftest's 100 ms).
@@ -193,7 +201,9 @@ func (s *session) runRDMABW(ctx context.Context) error {
 			}
 		}
 		last = res
-		if err := s.reportBW(res, cfg.Bidirectional && (!writeImm || cfg.Duration == 0)); err != nil {
+		err = s.reportBW(res, cfg.Bidirectional && (!writeImm || cfg.Duration == 0))
+		s.conn.SetTimeout(cfg.PeerTimeout)
+		if err != nil {
 			return err
 		}
 	}

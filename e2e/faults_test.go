@@ -458,3 +458,28 @@ func TestSendCloseFails(t *testing.T) {
 		t.Errorf("client's stderr %q, want perftest's two lines", e)
 	}
 }
+
+// TestBidirectionalWaitsForPeer: in write_bw -b each side's loop waits for
+// its own writes only, so the side whose direction is faster waits for the
+// other's at the exchange of results. Here the server is held up (SIGSTOP
+// for a second) mid-test; the client, whose writes need no CPU of the
+// server, ends its loop first and waits longer than its --peer-timeout for
+// the server's results, which must not fail it: both sides exit 0.
+func TestBidirectionalWaitsForPeer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	port := strconv.Itoa(freePort(t))
+	args := []string{"-b", "-s", "65536", "-n", "3000000", "--peer-timeout=300ms", "-p", port}
+	server := start(t, ctx, "write_bw", args...)
+	waitListening(t, ctx, server, port)
+	client := start(t, ctx, "write_bw", append(args, "localhost")...)
+	time.Sleep(300 * time.Millisecond)
+	signal(t, server, "STOP")
+	time.Sleep(1500 * time.Millisecond)
+	signal(t, server, "CONT")
+	for _, p := range []*proc{client, server} {
+		if code, err := p.wait(); err != nil || code != 0 {
+			t.Errorf("%v: exit %d %v\nstdout:\n%s\nstderr:\n%s", p.cmd.Args, code, err, p.stdout.String(), p.stderr.String())
+		}
+	}
+}

@@ -936,10 +936,27 @@ func (w *wirePort) sendV1(frame []byte, dst netip.Addr) {
 	}
 	roce.PutGRH(frame, w.gid, dst.As16(), 0, 64, len(frame)-roce.GRHLen)
 	roce.SealV1(frame[:roce.GRHLen], frame[roce.GRHLen:])
-	if err := w.raw.WriteTo(frame, mac); err != nil {
-		w.drop(dropSend)
+	// A full queue of the interface refuses the frame (ENOBUFS) where a
+	// UDP socket's send would wait: wait a little for it to drain, as
+	// that would, rather than lose what the next packets need.
+	for wait := time.Duration(0); ; wait += v1Backoff {
+		err := w.raw.WriteTo(frame, mac)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, unix.ENOBUFS) || wait >= v1MaxWait || w.isClosed() {
+			w.drop(dropSend)
+			return
+		}
+		time.Sleep(v1Backoff)
 	}
 }
+
+// How long a RoCE v1 frame waits for room in the interface's queue.
+const (
+	v1Backoff = 50 * time.Microsecond
+	v1MaxWait = 20 * time.Millisecond
+)
 
 // macOf returns the MAC of dst: learnt from its frames, else from the
 // kernel's neighbour table. An unknown neighbour is asked for (a UDP

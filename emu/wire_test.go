@@ -810,3 +810,39 @@ func TestDefaultTransportIsAuto(t *testing.T) {
 		t.Errorf("transports %q, want memory copy on this host first", got)
 	}
 }
+
+// TestWireSmallWindowAsksForACK: after losses have shrunk a QP's window
+// below the 64 packets between two ACK requests, a message longer than the
+// window still flows: the packet that fills the window, and every half
+// window, asks for an ACK, so that the window moves on without waiting for
+// the ACK timeout and sending again.
+func TestWireSmallWindowAsksForACK(t *testing.T) {
+	addr := netip.AddrFrom4([4]byte{127, 0, 5, 130})
+	const size = 512 << 10 // 512 packets
+	a := newEndpoint(t, openWireDevice(t, addr, TransportRoCE), size)
+	b := newEndpoint(t, openWireDevice(t, addr.Next(), TransportRoCE), size)
+	defer b.close()
+	defer a.close()
+	if err := a.connectWith(b.info(), 16, 7); err != nil { // ACK timeout 268 ms
+		t.Fatal(err)
+	}
+	if err := b.connect(a.info()); err != nil {
+		t.Fatal(err)
+	}
+	q, port := a.qp.(*qp), a.ctx.(*devContext).wire
+	q.LockSend()
+	q.wq.cwnd, q.wq.ssthresh = minWindow, minWindow
+	q.UnlockSend()
+	before := port.txPkts.Load()
+	if _, err := a.qp.PostSend([]verbs.SendWR{{Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
+		SGL:        []verbs.SGE{{Addr: a.mr.Addr(), Length: size, LKey: a.mr.LKey()}},
+		RemoteAddr: b.mr.Addr(), RKey: b.mr.RKey()}}); err != nil {
+		t.Fatal(err)
+	}
+	if wc := pollWC(t, a.scq); wc.Status != verbs.WCSuccess {
+		t.Fatalf("write: %v", wc.Status)
+	}
+	if sent := port.txPkts.Load() - before; sent != size/1024 {
+		t.Errorf("sent %d packets for a message of %d: some waited for the ACK timeout and went again", sent, size/1024)
+	}
+}

@@ -657,8 +657,14 @@ func (q *qp) sendRecord(o *outWQE, w pvrdma.SendWQE) bool {
 		if last && imm {
 			p.Imm = w.Imm()
 		}
+		// An ACK is asked for on a message's last packet, and every 64
+		// packets, or every half window when the window is smaller
+		// (after losses), and on the packet that fills the window:
+		// else a window that ends inside a long message would wait
+		// for the ACK timeout before it moves on.
 		wq.noAck++
-		p.AckReq = !uc && (last || wq.noAck >= maxNoAck)
+		fills := int(psnDiff(psnAdd(wq.txPSN, 1), wq.una)) >= wq.cwnd
+		p.AckReq = !uc && (last || fills || wq.noAck >= min(maxNoAck, max(wq.cwnd/2, 1)))
 		if p.AckReq {
 			wq.noAck = 0
 		}

@@ -7,9 +7,10 @@
 # RoCE v1 (raw Ethernet frames), and with transport=auto (RoCE v2; then TCP,
 # UDP port 4791 of one end taken by another process), and prints both sides'
 # results. With -d it adds --check_data, and read_bw, send_bw (RC and UD),
-# rdma_cm (-R) and both roles of the TCP fallback.
+# rdma_cm (-R), both roles of the TCP fallback, and runs through a shallow
+# queue that drops (tbf).
 #
-# Needs root (ip netns, veth); Debian's iproute2. Exits non-zero if any run
+# Needs root (ip netns, veth, tc); Debian's iproute2. Exits non-zero if any run
 # fails. The namespaces are removed on exit.
 #
 # Usage: scripts/wire-netns.sh [-b DIR] [-d] [-n ITERS]
@@ -132,6 +133,16 @@ if [ -n "$check" ]; then
 	swap=
 fi
 kill $holder 2>/dev/null; wait $holder 2>/dev/null || true
+
+# Congestion: a shallow queue on a's side (tbf, 200 Mbit/s, 40 KB), which
+# drops what does not fit. RoCE v1's raw frames wait for room in it, and a
+# bidirectional run's faster side waits for the slower direction.
+if [ -n "$check" ]; then
+	ip netns exec "$a" tc qdisc replace dev pvw-a root tbf rate 200mbit burst 20kb limit 40kb
+	run transport=roce,roce=v1 read_bw -s 65536 -n 300 --check_data
+	run transport=roce write_bw -b -s 65536 -n 300 --check_data
+	ip netns exec "$a" tc qdisc del dev pvw-a root
+fi
 
 [ $fail -eq 0 ] && echo "wire-netns: all runs passed" || echo "wire-netns: FAILED"
 exit $fail

@@ -26,6 +26,7 @@ const (
 	ENODEV        = unix.ENODEV
 	ENETUNREACH   = unix.ENETUNREACH
 	ENOENT        = unix.ENOENT
+	ENOBUFS       = unix.ENOBUFS
 	ENOMEM        = unix.ENOMEM
 	ENOSPC        = unix.ENOSPC
 	ENOTSUP       = unix.EOPNOTSUPP
