@@ -42,8 +42,10 @@ import (
 // not permitted. A RoCE v2 device in auto mode listens on TCP port 4791
 // too, and answers over TCP a peer that fell back to TCP: such a peer
 // connects when its QP moves to RTR or it creates an address handle, and
-// the device asks an address handle's peer whether it did. Without addr a
-// device has only the copy transport.
+// the device asks an address handle's peer whether it did. When both
+// ports 4791 of addr are taken (another process's device has the address),
+// auto leaves the device with copy alone. Without addr a device has only
+// the copy transport.
 //
 // The devices are named emu0, emu1, ... in order. Unset or empty means one
 // device, emu0, with every default. "off" means no emulated device.

@@ -4,6 +4,7 @@ package emu
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -109,7 +110,13 @@ func (d *Device) Open() (verbs.Context, error) {
 		di.gids[i] = g.GID
 	}
 	if d.cfg.Addr.IsValid() && d.cfg.Transport != TransportCopy {
-		if c.wire, err = acquireWire(h, d.cfg); err != nil {
+		c.wire, err = acquireWire(h, d.cfg)
+		if err != nil && d.cfg.Transport == TransportAuto && errors.Is(err, unix.EADDRINUSE) {
+			// Another process has this address's ports: in auto mode
+			// the device still reaches this host by memory copy.
+			c.noWire, err = err, nil
+		}
+		if err != nil {
 			h.mu.Lock()
 			h.freeCtx = append(h.freeCtx, idx)
 			h.mu.Unlock()
@@ -149,7 +156,8 @@ type devContext struct {
 
 	nPD, nCQ, nChan, nMem, nQP, nUDQP, nSRQ int
 
-	wire *wirePort // the network port, nil on the copy transport only
+	wire   *wirePort // the network port, nil on the copy transport only
+	noWire error     // why an address in auto mode has no network port
 }
 
 var _ verbs.Context = (*devContext)(nil)

@@ -225,12 +225,12 @@ func openWire(h *host, cfg Config) (*wirePort, error) {
 			}
 			return w, nil
 		case cfg.Transport == TransportRoCE || !errors.Is(err, unix.EADDRINUSE):
-			return nil, fmt.Errorf("roce: %w%s", err, inUse(err))
+			return nil, fmt.Errorf("roce: %w%s", err, inUse(err, "rdma_rxe, or by another process's emulated device with this address"))
 		}
 	}
 	ln, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(netip.AddrPortFrom(cfg.Addr, roce.Port)))
 	if err != nil {
-		return nil, fmt.Errorf("tcp: %w%s", err, inUse(err))
+		return nil, fmt.Errorf("tcp: %w%s", err, inUse(err, "another process's emulated device with this address"))
 	}
 	w.kind, w.ln = wireTCP, ln
 	w.wg.Add(1)
@@ -238,9 +238,9 @@ func openWire(h *host, cfg Config) (*wirePort, error) {
 	return w, nil
 }
 
-func inUse(err error) string {
+func inUse(err error, by string) string {
 	if errors.Is(err, unix.EADDRINUSE) {
-		return " (port 4791 of this address is taken: by rdma_rxe, or by another process's emulated device with this address; give each process an address of its own)"
+		return " (port 4791 of this address is taken: by " + by + "; give each process an address of its own)"
 	}
 	return ""
 }
@@ -798,6 +798,8 @@ func (c *devContext) Transports() string {
 	cfg := c.dev.cfg
 	w := c.wire
 	switch {
+	case w == nil && c.noWire != nil:
+		return fmt.Sprintf("memory copy on this host only (no network port: %v)", c.noWire)
 	case w == nil && cfg.Addr.IsValid():
 		return "memory copy (transport=copy; address " + cfg.Addr.String() + " unused)"
 	case w == nil:

@@ -846,3 +846,37 @@ func TestWireSmallWindowAsksForACK(t *testing.T) {
 		t.Errorf("sent %d packets for a message of %d: some waited for the ACK timeout and went again", sent, size/1024)
 	}
 }
+
+// TestWireAutoPortsTaken: a device in auto mode whose address's UDP and
+// TCP ports 4791 are both taken (another process's device has the address)
+// opens without a network port and says so; forced to RoCE it fails.
+func TestWireAutoPortsTaken(t *testing.T) {
+	addr := netip.MustParseAddr("127.0.6.40")
+	u, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, roce.Port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	l, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(netip.AddrPortFrom(addr, roce.Port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c := openWireDevice(t, addr, TransportAuto).(*devContext)
+	if c.wire != nil {
+		t.Fatal("the device has a network port on ports that are taken")
+	}
+	if got := c.Transports(); !strings.HasPrefix(got, "memory copy on this host only (no network port: tcp: ") || !strings.Contains(got, "another process's emulated device") {
+		t.Errorf("transports %q", got)
+	}
+	d, err := NewDevice("emu0", Config{Profile: ProfileUnrestricted, RoCE: 2, MTU: verbs.MTU1024, Addr: addr, Transport: TransportRoCE})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctx, err := d.Open(); err == nil {
+		ctx.Close()
+		t.Error("transport=roce opened on a taken UDP port")
+	} else if !strings.Contains(err.Error(), "rdma_rxe") {
+		t.Errorf("error %q does not say who may hold the port", err)
+	}
+}
