@@ -120,7 +120,7 @@ type wirePort struct {
 	rxPkts, txPkts atomic.Uint64
 	txBatches      atomic.Uint64 // sends the packets left in (txBatch)
 	udLost         atomic.Uint64 // UD datagrams missing in senders' PSN sequences
-	bufDrops       atomic.Uint64 // UDP: datagrams the kernel dropped, the receive buffer full
+	bufDrops       atomic.Uint64 // datagrams or frames the kernel dropped, the receive buffer full
 	drops          [numDropReasons]atomic.Uint64
 }
 
@@ -279,6 +279,9 @@ func (w *wirePort) counters() map[string]uint64 {
 		"tx_batches": w.txBatches.Load(), "ud_lost": w.udLost.Load()}
 	for i := range w.drops {
 		m["drop_"+dropNames[i]] = w.drops[i].Load()
+	}
+	if w.raw != nil {
+		w.bufDrops.Add(w.raw.Drops())
 	}
 	m["drop_receive_buffer"] = w.bufDrops.Load()
 	return m

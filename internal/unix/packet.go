@@ -93,5 +93,19 @@ func (c *PacketConn) WriteTo(b []byte, mac [6]byte) error {
 	return werr
 }
 
+// Drops returns the frames the kernel dropped for want of room in the
+// socket's receive buffer since the last call (PACKET_STATISTICS, which
+// reading resets).
+func (c *PacketConn) Drops() uint64 {
+	var st *unix.TpacketStats
+	_ = c.rc.Control(func(fd uintptr) {
+		st, _ = unix.GetsockoptTpacketStats(int(fd), unix.SOL_PACKET, unix.PACKET_STATISTICS)
+	})
+	if st == nil {
+		return 0
+	}
+	return uint64(st.Drops)
+}
+
 // Close closes the socket; blocked reads return.
 func (c *PacketConn) Close() error { return c.f.Close() }
