@@ -130,9 +130,14 @@ func Coordinate(ctx context.Context, ln net.Listener, cfg Config) (*Results, err
 	for _, p := range peers {
 		go readOutcomes(p, events, done)
 	}
+	var stopped error // why rank 0 ended the run early (its context)
 	defer func() {
+		end := message{Type: msgDone}
+		if stopped != nil {
+			end = message{Type: msgAbort, Reason: "rank 0 stopped: " + stopped.Error()}
+		}
 		for _, p := range peers {
-			_ = p.send(message{Type: msgDone})
+			_ = p.send(end)
 			p.conn.Close()
 		}
 	}()
@@ -147,14 +152,19 @@ func Coordinate(ctx context.Context, ln net.Listener, cfg Config) (*Results, err
 	}
 	res.Rounds = len(rounds)
 	for r, round := range rounds {
-		if err := ctx.Err(); err != nil {
-			return res, err
+		if ctx.Err() != nil {
+			stopped = fmt.Errorf("%w before round %d", context.Cause(ctx), r+1)
+			return res, fmt.Errorf("cluster: rank 0: %w", stopped)
 		}
 		rr := runRound(ctx, cfg, r, round, peers, members, events)
 		rr.Rounds = len(rounds)
 		res.Pairs = append(res.Pairs, rr.Pairs...)
 		if cfg.Round != nil {
 			cfg.Round(rr)
+		}
+		if ctx.Err() != nil {
+			stopped = fmt.Errorf("%w during round %d", context.Cause(ctx), r+1)
+			return res, fmt.Errorf("cluster: rank 0: %w", stopped)
 		}
 	}
 	res.Seconds = time.Since(start).Seconds()

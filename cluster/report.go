@@ -206,7 +206,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 // nodes.
 func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "---------------------------------------------------------------------------------------\n")
-	fmt.Fprintf(w, " %s %s over %d ranks (%s, %s): %d rounds, %d links\n", r.Test, r.Metric.Name, r.Size, r.Pattern, r.Launcher, r.Rounds, len(r.Links))
+	fmt.Fprintf(w, " %s %s over %d ranks (%s, %s): %s, %s\n", r.Test, r.Metric.Name, r.Size, r.Pattern, r.Launcher, plural(r.Rounds, "round"), plural(len(r.Links), "link"))
 	if r.Median != nil {
 		fmt.Fprintf(w, " median link: %.2f %s\n", *r.Median, r.Metric.Unit)
 	}
@@ -334,3 +334,11 @@ table.l{border-collapse:collapse}table.l td,table.l th{border-bottom:1px solid #
 {{if .FailingNodes}}<ul>{{range .FailingNodes}}<li>{{.Rank}} ({{.Host}}): {{.Failing}} of its {{.Links}} links</li>{{end}}</ul>{{else}}<p>None.</p>{{end}}
 </body></html>
 `))
+
+// plural is n and the noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -422,3 +422,58 @@ func TestLateRankToldTheRunEnded(t *testing.T) {
 		t.Errorf("rank 1, late: %v", errs[1])
 	}
 }
+
+// TestRankZeroStopped: rank 0 stopped mid-round (a signal cancels its
+// context) ends the run with that cause, and every other rank, in a test
+// or between two, fails saying rank 0 stopped and why.
+func TestRankZeroStopped(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Size: 4, Pattern: AllPairs, BasePort: 20000, PairTimeout: 10 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	signalled := errors.New("interrupted by SIGINT")
+	errs := make([]error, cfg.Size)
+	var wg sync.WaitGroup
+	for r := 1; r < cfg.Size; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[r] = Join(ctx, ln.Addr().String(), cfg, Member{Rank: r, Host: fmt.Sprint("node", r)}, func(ctx context.Context, t Task, ready func()) Outcome {
+				if t.Server {
+					ready()
+				}
+				if r == 3 {
+					stop(signalled) // rank 0 is interrupted while 2->3 and 0->1 run
+				}
+				<-ctx.Done()
+				return Outcome{Err: context.Cause(ctx).Error()}
+			})
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		errs[0] = Join(ctx, ln.Addr().String(), cfg, Member{Rank: 0, Host: "node0"}, func(ctx context.Context, t Task, ready func()) Outcome {
+			if t.Server {
+				ready()
+			}
+			<-ctx.Done()
+			return Outcome{Err: context.Cause(ctx).Error()}
+		})
+	}()
+	_, err = Coordinate(cctx, ln, cfg)
+	wg.Wait()
+	if err == nil || !errors.Is(err, signalled) || !strings.Contains(err.Error(), "rank 0: interrupted by SIGINT during round 1") {
+		t.Errorf("rank 0: %v", err)
+	}
+	for r, e := range errs {
+		if e == nil || !errors.Is(e, ErrAborted) || !strings.Contains(e.Error(), "rank 0 stopped: interrupted by SIGINT during round 1") {
+			t.Errorf("rank %d: %v", r, e)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -92,7 +93,7 @@ func MainEnv(args []string, getenv func(string) (string, bool), stdout, stderr i
 	defer stop()
 	code, err := run(ctx, o, getenv, stdout, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "pvperf cluster: %v\n", err)
+		fmt.Fprintf(stderr, "pvperf cluster: %s\n", strings.TrimPrefix(err.Error(), "cluster: "))
 	}
 	return code
 }
@@ -249,12 +250,23 @@ func run(ctx context.Context, o options, getenv func(string) (string, bool), std
 		}
 		return ExitOK, nil
 	}
+	// The report files are written after the run: a path that cannot be
+	// written is a usage error now, not after it.
+	for _, name := range []string{o.jsonFile, o.csvFile, o.htmlFile} {
+		if err := checkWritable(name); err != nil {
+			return ExitUsage, err
+		}
+	}
 	if ln == nil {
 		if ln, err = listen(addr); err != nil {
 			return ExitFailing, err
 		}
 	}
-	fmt.Fprintf(stdout, " pvperf cluster: %s over %d ranks (%s, %s), rank 0 at %s\n", o.test, info.Size, o.pattern, info.Launcher, ln.Addr())
+	at := ln.Addr().String()
+	if ap, err := netip.ParseAddrPort(at); err == nil && ap.Addr().IsUnspecified() && addr != "" {
+		at = addr // where the ranks reach it, rather than the socket's any-address
+	}
+	fmt.Fprintf(stdout, " pvperf cluster: %s over %d ranks (%s, %s), rank 0 at %s\n", o.test, info.Size, o.pattern, info.Launcher, at)
 	cfg.Round = func(r cluster.RoundResult) {
 		var parts []string
 		for _, p := range r.Pairs {
@@ -560,6 +572,24 @@ func writeFile(name string, write func(io.Writer) error) error {
 	}
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
+// checkWritable tells whether the file name ("" none) can be written: a
+// file that did not exist is created to find out, then removed.
+func checkWritable(name string) error {
+	if name == "" {
+		return nil
+	}
+	_, statErr := os.Stat(name)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("report file: %w", err)
+	}
+	f.Close()
+	if os.IsNotExist(statErr) {
+		_ = os.Remove(name)
 	}
 	return nil
 }

@@ -50,6 +50,15 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and %q", c.args, rc, out, errOut, ExitUsage, c.want)
 		}
 	}
+	// A report file that cannot be written is refused before the run,
+	// and an error's package prefix is not said twice.
+	dir := t.TempDir()
+	for _, flag := range []string{"--out_json", "--out_csv", "--out_html"} {
+		rc, _, errOut := call(nil, "--size", "2", "--rank", "0", "--rendezvous", "127.0.0.1:1", flag, dir+"/none/r", "write_bw")
+		if rc != ExitUsage || !strings.Contains(errOut, "pvperf cluster: report file: open "+dir+"/none/r: no such file or directory") {
+			t.Errorf("%s into a missing directory: exit %d, stderr %q", flag, rc, errOut)
+		}
+	}
 	if rc, out, _ := call(nil, "--help"); rc != ExitOK || !strings.Contains(out, "Usage: pvperf cluster") {
 		t.Errorf("--help: exit %d, %q", rc, out)
 	}
