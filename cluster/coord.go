@@ -225,7 +225,8 @@ func rendezvous(ctx context.Context, ln net.Listener, cfg Config) ([]*peer, []Me
 			defer mu.Unlock()
 			delete(pending, conn)
 			if why == "" && peers[m.Member.Rank] != nil {
-				why = fmt.Sprintf("rank %d arrived twice (%s and %s)", m.Member.Rank, members[m.Member.Rank].Host, m.Member.Host)
+				why = fmt.Sprintf("rank %d arrived twice (%s from %v, and %s from %v)", m.Member.Rank,
+					members[m.Member.Rank].Host, peers[m.Member.Rank].conn.RemoteAddr(), m.Member.Host, conn.RemoteAddr())
 			}
 			if why != "" {
 				refused = append(refused, why)

@@ -477,3 +477,39 @@ func TestRankZeroStopped(t *testing.T) {
 		}
 	}
 }
+
+// TestRankTwice: a second rank with a number already taken is refused,
+// the message naming both hosts and their addresses (hosts may share a
+// name); the run goes on with the first.
+func TestRankTwice(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Size: 2, Pattern: AllPairs, BasePort: 20000, RendezvousTimeout: 10 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	addr := ln.Addr().String()
+	run := make(chan error, 1)
+	go func() {
+		_, err := Coordinate(ctx, ln, cfg)
+		run <- err
+	}()
+	first := make(chan error, 1)
+	go func() { first <- Join(ctx, addr, cfg, Member{Rank: 1, Host: "vm"}, healthy(1, nil)) }()
+	// The second comes once the first is in.
+	time.Sleep(200 * time.Millisecond)
+	second := Join(ctx, addr, cfg, Member{Rank: 1, Host: "vm"}, healthy(1, nil))
+	if err := Join(ctx, addr, cfg, Member{Rank: 0, Host: "vm"}, healthy(0, nil)); err != nil {
+		t.Errorf("rank 0's member: %v", err)
+	}
+	if err := <-run; err != nil {
+		t.Errorf("run: %v", err)
+	}
+	if err := <-first; err != nil {
+		t.Errorf("the first rank 1: %v", err)
+	}
+	if second == nil || !strings.Contains(second.Error(), "rank 1 arrived twice (vm from 127.0.0.1:") || strings.Count(second.Error(), "127.0.0.1:") != 2 {
+		t.Errorf("the second rank 1: %v", second)
+	}
+}
