@@ -83,8 +83,11 @@ func (s *session) exchangeKeys(sends bool) error {
 			return err
 		}
 	}
-	if d, ok := s.ep.qps[0].(interface{ DataPath() string }); ok && cfg.Extras {
-		s.ti.DataPath = d.DataPath()
+	if d, ok := s.ep.qps[0].(interface{ DataPath() string }); ok {
+		s.info.DataPath = d.DataPath()
+		if cfg.Extras {
+			s.ti.DataPath = s.info.DataPath
+		}
 	}
 	_ = reports.WriteAddresses(s.out, &s.ti, s.ep.my, s.ep.rem)
 	if cfg.Events {

@@ -64,6 +64,8 @@ type PairResult struct {
 	Value   float64 `json:"value"`
 	Err     string  `json:"error,omitempty"`
 	Seconds float64 `json:"seconds"`
+	// Path is the client's data path (Outcome.Path).
+	Path string `json:"data_path,omitempty"`
 }
 
 // RoundResult is one round's pairs.
@@ -415,7 +417,7 @@ func runRound(ctx context.Context, cfg Config, r int, round []Pair, peers []*pee
 		case s.Err != "":
 			res[i].Err = fmt.Sprintf("server (rank %d): %s", pr.Server, s.Err)
 		default:
-			res[i].Value = c.Value
+			res[i].Value, res[i].Path = c.Value, c.Path
 		}
 		res[i].Seconds = time.Since(start).Seconds()
 	}

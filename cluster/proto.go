@@ -57,6 +57,9 @@ type Outcome struct {
 	Round int     `json:"round"`
 	Value float64 `json:"value"`
 	Err   string  `json:"error,omitempty"`
+	// Path is how the client's device reached the server, when it says
+	// (an emulated device's data path).
+	Path string `json:"data_path,omitempty"`
 }
 
 // message is one message of the protocol; Type says which fields count.

@@ -80,6 +80,7 @@ func TestClusterAllPairs(t *testing.T) {
 			Server, Client int
 			Value          float64
 			Status         string
+			DataPath       string `json:"data_path"`
 		}
 		Matrix  [][]*float64
 		Failing []any
@@ -98,6 +99,9 @@ func TestClusterAllPairs(t *testing.T) {
 	for _, l := range rep.Links {
 		if l.Status != "ok" || !(l.Value > 0) || rep.Matrix[l.Server][l.Client] == nil || *rep.Matrix[l.Server][l.Client] != l.Value {
 			t.Errorf("link %+v", l)
+		}
+		if l.DataPath != "memory copy (emulated device)" { // the ranks share this host
+			t.Errorf("link %d->%d: data path %q", l.Server, l.Client, l.DataPath)
 		}
 		pairs[[2]int{min(l.Server, l.Client), max(l.Server, l.Client)}] = true
 	}

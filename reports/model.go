@@ -104,6 +104,10 @@ type RunInfo struct {
 	PerftestVersion string `json:"perftest_version"`
 	// Time is when the run started.
 	Time time.Time `json:"time"`
+	// DataPath is how an emulated device reached the peer (the header's
+	// " Data path" line: "memory copy", "RoCE v2, a -> b", ...); empty for
+	// a kernel device.
+	DataPath string `json:"data_path,omitempty"`
 }
 
 // Result is one row: one message size on one side.

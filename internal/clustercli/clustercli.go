@@ -500,7 +500,7 @@ func runTask(ctx context.Context, o options, t cluster.Task, ready func(), verbo
 	if t.Server {
 		return cluster.Outcome{}
 	}
-	return cluster.Outcome{Value: value(res, o.metric)}
+	return cluster.Outcome{Value: value(res, o.metric), Path: res.Info.DataPath}
 }
 
 // oneLine is a failed test's texts on one line, for the report's line
