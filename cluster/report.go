@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Schema names the version of the JSON report; a change that breaks its
@@ -71,11 +72,35 @@ type Report struct {
 	// did not run or failed.
 	Matrix [][]*float64 `json:"matrix"`
 	// Median is the median of the links that ran; NaN (null) if none.
-	Median            *float64    `json:"median"`
-	Failing           []Link      `json:"failing"`
-	FailingNodes      []NodeLinks `json:"failing_nodes"`
+	Median       *float64    `json:"median"`
+	Failing      []Link      `json:"failing"`
+	FailingNodes []NodeLinks `json:"failing_nodes"`
+	// Paths counts the links by the kind of data path their client's
+	// device used (PathKind); none for devices that do not say.
+	Paths             []PathCount `json:"data_paths,omitempty"`
 	RendezvousSeconds float64     `json:"rendezvous_seconds"`
 	Seconds           float64     `json:"seconds"`
+}
+
+// PathCount is the number of links whose data path was of one kind.
+type PathCount struct {
+	Kind  string `json:"kind"`
+	Links int    `json:"links"`
+}
+
+// PathKind is the kind of a data path as an emulated device describes it
+// ("RoCE v2, 10.0.0.2 -> 10.0.0.1 (emulated device)"): its transport
+// without the addresses ("RoCE v2", "TCP", "memory copy", and for a UD QP
+// that may use either "memory copy or RoCE v2").
+func PathKind(path string) string {
+	p := strings.TrimSuffix(path, " (emulated device)")
+	if _, after, ok := strings.Cut(p, ", else "); ok {
+		p = "memory copy or " + after
+	}
+	for _, sep := range []string{",", " from ", " ("} {
+		p, _, _ = strings.Cut(p, sep)
+	}
+	return p
 }
 
 // NewReport builds the report of res, judging each link by th.
@@ -122,6 +147,15 @@ func NewReport(test string, args []string, launcher string, m Metric, th Thresho
 			}
 		}
 		r.Links = append(r.Links, l)
+		if pr.Path != "" {
+			k := PathKind(pr.Path)
+			i := slices.IndexFunc(r.Paths, func(c PathCount) bool { return c.Kind == k })
+			if i < 0 {
+				i = len(r.Paths)
+				r.Paths = append(r.Paths, PathCount{Kind: k})
+			}
+			r.Paths[i].Links++
+		}
 		for _, rank := range []int{pr.Server, pr.Client} {
 			nodes[rank].Links++
 			if l.Status != "ok" {
@@ -190,13 +224,13 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // WriteCSV writes one line per link.
 func (r *Report) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"round", "server", "client", "server_host", "client_host", r.Metric.Name + "_" + r.Metric.Unit, "status", "error"})
+	_ = cw.Write([]string{"round", "server", "client", "server_host", "client_host", r.Metric.Name + "_" + r.Metric.Unit, "status", "error", "data_path"})
 	for _, l := range r.Links {
 		v := ""
 		if l.Status != "failed" {
 			v = strconv.FormatFloat(l.Value, 'f', 2, 64)
 		}
-		_ = cw.Write([]string{strconv.Itoa(l.Round), strconv.Itoa(l.Server), strconv.Itoa(l.Client), l.ServerHost, l.ClientHost, v, l.Status, l.Err})
+		_ = cw.Write([]string{strconv.Itoa(l.Round), strconv.Itoa(l.Server), strconv.Itoa(l.Client), l.ServerHost, l.ClientHost, v, l.Status, l.Err, l.Path})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -209,6 +243,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, " %s %s over %d ranks (%s, %s): %s, %s\n", r.Test, r.Metric.Name, r.Size, r.Pattern, r.Launcher, plural(r.Rounds, "round"), plural(len(r.Links), "link"))
 	if r.Median != nil {
 		fmt.Fprintf(w, " median link: %.2f %s\n", *r.Median, r.Metric.Unit)
+	}
+	if len(r.Paths) > 0 {
+		fmt.Fprintf(w, " data path: %s\n", r.pathsText())
 	}
 	if r.Size <= 32 {
 		fmt.Fprintf(w, " %-12s", "server\\client")
@@ -293,6 +330,11 @@ func (r *Report) WriteHTML(w io.Writer) error {
 			}
 		}
 	}
+	for _, l := range r.Links {
+		if c := &rows[l.Server][l.Client]; l.Path != "" && l.Measured != nil && c.Title != "" {
+			c.Title += " (" + l.Path + ")"
+		}
+	}
 	for _, l := range r.Failing {
 		c := &rows[l.Server][l.Client]
 		c.Style += ";outline:3px solid #b00;outline-offset:-3px"
@@ -309,7 +351,8 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		*Report
 		Rows       [][]cell
 		MedianText string
-	}{r, rows, median})
+		PathsText  string
+	}{r, rows, median, r.pathsText()})
 }
 
 var htmlPage = template.Must(template.New("page").Parse(`<!DOCTYPE html>
@@ -322,6 +365,7 @@ table.l{border-collapse:collapse}table.l td,table.l th{border-bottom:1px solid #
 </style></head><body>
 <h1>{{.Test}} over {{.Size}} ranks</h1>
 <p>{{.Metric.Name}} in {{.Metric.Unit}}, pattern {{.Pattern}}, launcher {{.Launcher}}, {{.Rounds}} rounds, {{len .Links}} links{{with .MedianText}}, median link {{.}} {{$.Metric.Unit}}{{end}}; rendezvous {{printf "%.2f" .RendezvousSeconds}} s, run {{printf "%.2f" .Seconds}} s.</p>
+{{with .PathsText}}<p id="paths">Data path: {{.}}.</p>{{end}}
 <h2>Matrix (server row, client column)</h2>
 <table class="m" id="matrix"><tr><th>server \ client</th>{{range $i, $m := .Members}}<th title="{{$m.Host}}">{{$i}}</th>{{end}}</tr>
 {{range $s, $row := .Rows}}<tr><th title="{{(index $.Members $s).Host}}">{{$s}}</th>{{range $row}}<td style="{{.Style}}" title="{{.Title}}">{{.Text}}</td>{{end}}</tr>
@@ -334,6 +378,19 @@ table.l{border-collapse:collapse}table.l td,table.l th{border-bottom:1px solid #
 {{if .FailingNodes}}<ul>{{range .FailingNodes}}<li>{{.Rank}} ({{.Host}}): {{.Failing}} of its {{.Links}} links</li>{{end}}</ul>{{else}}<p>None.</p>{{end}}
 </body></html>
 `))
+
+// pathsText lists the kinds of data path with their links: "RoCE v2 (10
+// links), memory copy (2 links)"; "" when no link said.
+func (r *Report) pathsText() string {
+	var b strings.Builder
+	for i, p := range r.Paths {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s (%s)", p.Kind, plural(p.Links, "link"))
+	}
+	return b.String()
+}
 
 // plural is n and the noun, with an s unless n is 1.
 func plural(n int, noun string) string {

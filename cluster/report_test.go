@@ -154,3 +154,56 @@ func TestReportThresholdPrecision(t *testing.T) {
 		t.Errorf("failing %+v", r.Failing)
 	}
 }
+
+// TestReportDataPaths: the links' data paths are counted by kind in the
+// JSON, the text and the HTML, and each link's is in its CSV line and its
+// HTML cell's title; a report whose devices say nothing has none.
+func TestReportDataPaths(t *testing.T) {
+	res := results()
+	for i := range res.Pairs {
+		res.Pairs[i].Path = "memory copy (emulated device)"
+	}
+	res.Pairs[0].Path = "RoCE v2, 10.0.0.2 -> 10.0.0.1 (emulated device)"
+	r := NewReport("write_bw", nil, "flags", bw, Thresholds{}, AllPairs, res)
+	if len(r.Paths) != 2 || r.Paths[0] != (PathCount{"RoCE v2", 1}) || r.Paths[1] != (PathCount{"memory copy", 5}) {
+		t.Errorf("paths %+v", r.Paths)
+	}
+	var b bytes.Buffer
+	_ = r.WriteText(&b)
+	if !strings.Contains(b.String(), " data path: RoCE v2 (1 link), memory copy (5 links)\n") {
+		t.Errorf("text:\n%s", b.String())
+	}
+	b.Reset()
+	_ = r.WriteCSV(&b)
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil || rows[0][8] != "data_path" || rows[1][8] != res.Pairs[0].Path || rows[6][8] != "memory copy (emulated device)" {
+		t.Errorf("CSV %v: %q", err, rows)
+	}
+	b.Reset()
+	_ = r.WriteHTML(&b)
+	for _, want := range []string{"Data path: RoCE v2 (1 link), memory copy (5 links).", `title="0 -&gt; 1: 100.00 MiB/s (RoCE v2, 10.0.0.2 -&gt; 10.0.0.1 (emulated device))"`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	b.Reset()
+	_ = NewReport("write_bw", nil, "flags", bw, Thresholds{}, AllPairs, results()).WriteText(&b)
+	if strings.Contains(b.String(), "data path") {
+		t.Errorf("a report without paths has a data path line:\n%s", b.String())
+	}
+}
+
+func TestPathKind(t *testing.T) {
+	for in, want := range map[string]string{
+		"memory copy (emulated device)":                                                              "memory copy",
+		"RoCE v2, 10.0.0.2 -> 10.0.0.1 (emulated device)":                                            "RoCE v2",
+		"TCP, 10.79.0.2 -> 10.79.0.1 (emulated device)":                                              "TCP",
+		"RoCE v1 (Ethertype 0x8915), 10.0.0.2 -> 10.0.0.1 (emulated device)":                         "RoCE v1",
+		"memory copy on this host, else RoCE v2 from 10.80.0.2 (TCP to 10.80.0.1) (emulated device)": "memory copy or RoCE v2",
+		"RoCE v2 from 10.80.0.2 (emulated device)":                                                   "RoCE v2",
+	} {
+		if got := PathKind(in); got != want {
+			t.Errorf("PathKind(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

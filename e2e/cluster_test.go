@@ -67,7 +67,7 @@ func TestClusterAllPairs(t *testing.T) {
 		}
 	}
 	out := ps[0].stdout.String()
-	for _, want := range []string{"round 1/3", "round 3/3", "server\\client", "0 of 6 links failing"} {
+	for _, want := range []string{"round 1/3", "round 3/3", "server\\client", "data path: memory copy (6 links)", "0 of 6 links failing"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("rank 0's output lacks %q:\n%s", want, out)
 		}
@@ -108,11 +108,11 @@ func TestClusterAllPairs(t *testing.T) {
 	if len(pairs) != 6 {
 		t.Errorf("%d distinct pairs", len(pairs))
 	}
-	if c, _ := os.ReadFile(csvFile); strings.Count(string(c), "\n") != 7 {
+	if c, _ := os.ReadFile(csvFile); strings.Count(string(c), "\n") != 7 || strings.Count(string(c), ",memory copy (emulated device)\n") != 6 {
 		t.Errorf("CSV:\n%s", c)
 	}
-	if h, _ := os.ReadFile(html); !strings.Contains(string(h), `id="matrix"`) {
-		t.Errorf("HTML has no matrix")
+	if h, _ := os.ReadFile(html); !strings.Contains(string(h), `id="matrix"`) || !strings.Contains(string(h), "Data path: memory copy (6 links).") {
+		t.Errorf("HTML has no matrix or no data path:\n%s", h)
 	}
 }
 
