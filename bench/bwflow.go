@@ -351,6 +351,7 @@ func (s *session) reportBW(res reports.BWResult, exchange bool) error {
 	s.limitRow(res.Average+rem.Average, res.MsgRate+rem.MsgRate)
 	if cfg.ReportBoth && !cfg.AllSizes {
 		_ = reports.WriteBWReportBoth(s.out, &s.ti, res, rem)
+		s.rec.PrintedBoth()
 	}
 	return nil
 }

@@ -65,7 +65,9 @@ func (s *session) writeWireCounters() {
 func (s *session) writeFiles() error {
 	cfg := &s.cfg
 	run := s.results()
-	if cfg.JSON {
+	if cfg.JSON && s.rec.Len() > 0 {
+		// perftest writes its file when it prints a row: a side that
+		// prints none (the server of read_lat) writes none.
 		name := cfg.JSONFile
 		if name == "" {
 			name = "perftest_out.json"
@@ -89,6 +91,57 @@ func (s *session) writeFiles() error {
 		return writeFile(cfg.HTMLFile, "HTML", func(w io.Writer) error {
 			return reports.WriteHTML(w, []reports.Run{run})
 		})
+	}
+	return nil
+}
+
+// outputs are the files --out_json, --out_csv and --out_html write, with
+// their formats' names.
+func (cfg *Config) outputs() [][2]string {
+	var o [][2]string
+	if cfg.JSON {
+		name := cfg.JSONFile
+		if name == "" {
+			name = "perftest_out.json"
+		}
+		o = append(o, [2]string{name, "JSON"})
+	}
+	if cfg.CSVFile != "" {
+		o = append(o, [2]string{cfg.CSVFile, "CSV"})
+	}
+	if cfg.HTMLFile != "" {
+		o = append(o, [2]string{cfg.HTMLFile, "HTML"})
+	}
+	return o
+}
+
+// checkOutputs tells, before the test runs, that an output file could not
+// be written: its directory refuses a new file (writeFile writes one
+// beside it), or it is a directory. Files that are not regular (a pipe,
+// /dev/stdout) are written in place and not opened before.
+func checkOutputs(cfg *Config) error {
+	for _, o := range cfg.outputs() {
+		name, format := o[0], o[1]
+		fi, err := os.Lstat(name)
+		switch {
+		case err == nil && fi.IsDir():
+			err = fmt.Errorf("%s: is a directory", name)
+		case err == nil && !fi.Mode().IsRegular():
+			continue
+		default:
+			var f *os.File
+			dir, base := filepath.Split(name)
+			if dir == "" {
+				dir = "."
+			}
+			if f, err = os.CreateTemp(dir, "."+base+".*.tmp"); err == nil {
+				f.Close()
+				_ = os.Remove(f.Name())
+			}
+		}
+		if err != nil {
+			return fail(err, fmt.Sprintf(" Couldn't open %s output file %s: %v\n", format, name, err))
+		}
 	}
 	return nil
 }
@@ -178,8 +231,15 @@ func (s *session) writeLastRow() { _ = s.rec.WriteRow(s.out, &s.ti, s.rec.Len()-
 
 // results is the run in pvperf's results model, its rows taken from the
 // record.
+// firstLine is err's text up to its first line break, for a file's
+// "incomplete" field.
+func firstLine(err error) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(err.Error()), "\n")
+	return l
+}
+
 func (s *session) results() reports.Run {
-	run := reports.Run{Info: s.info, Results: s.rec.Results(s.cfg.ReportGbits, reports.Nanoseconds), Repeats: s.repeats}
+	run := reports.Run{Info: s.info, Results: s.rec.Results(s.cfg.ReportGbits, reports.Nanoseconds), Repeats: s.repeats, Incomplete: s.incomplete}
 	run.AttachCPU(s.cpu, s.peerCPU)
 	if s.cfg.AllSizes {
 		// A sweep whose times do not grow with the size has no fit.

@@ -61,6 +61,7 @@ func runRepeated(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 				err = fail(err, PerftestMessage(err), fmt.Sprintf(" Run %d of %d found no server: was it given a smaller --repeat? Give both sides the same.\n", k+1, cfg.Repeat))
 				if rep, serr := reports.SummarizeRepeats(runs, RepeatLevel, RepeatResamples, cfg.RepeatCI); serr == nil {
 					first.repeats = rep
+					first.incomplete = fmt.Sprintf("run %d of %d found no server", k+1, cfg.Repeat)
 					if cfg.Extras {
 						_ = reports.WriteRepeats(out, rep, last.info.Kind, cfg.ReportGbits)
 					}

@@ -34,6 +34,9 @@ func Run(ctx context.Context, cfg Config, dev verbs.Device, out, errOut io.Write
 	if cfg.Port == 0 {
 		cfg.Port = DefaultPort
 	}
+	if err := checkOutputs(&cfg); err != nil {
+		return reports.Run{}, err
+	}
 	if cfg.Repeat > 1 {
 		return runRepeated(ctx, cfg, dev, out, errOut)
 	}

@@ -89,6 +89,9 @@ type session struct {
 	sizeIndex int
 	// repeats summarises a repeated test's runs, in the files.
 	repeats *reports.Repeats
+	// incomplete is why the run stopped before its end, for the files
+	// written all the same ("" when it did not).
+	incomplete string
 }
 
 // failure is an error whose text is already what perftest prints (on
@@ -263,7 +266,9 @@ func (s *session) run(ctx context.Context) (err error) {
 			// The sizes done before an interrupt or a failure are
 			// kept, as perftest keeps the rows it printed (it writes
 			// its file after each); an older file is not left to be
-			// read as this run's.
+			// read as this run's. They say that the run is
+			// incomplete, and why.
+			s.incomplete = firstLine(err)
 			_ = s.writeFiles()
 		}
 		return err

@@ -320,7 +320,8 @@ func TestInterruptedLoopback(t *testing.T) {
 
 // TestInterruptedSweepFiles: a sweep interrupted after some sizes writes
 // its files with those sizes, as perftest keeps the rows it printed, in
-// place of an older file.
+// place of an older file; pvperf's results say that the run is
+// incomplete, and why.
 func TestInterruptedSweepFiles(t *testing.T) {
 	dir := t.TempDir()
 	js, csv := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.csv")
@@ -344,15 +345,29 @@ func TestInterruptedSweepFiles(t *testing.T) {
 	ends(t, p, began, 5*time.Second)
 	b, err := os.ReadFile(js)
 	var doc struct {
-		Results []struct {
+		// perftest's part: the last row printed, as perftest's file.
+		Results struct {
 			MsgSize int `json:"MsgSize"`
 		} `json:"results"`
+		Pvperf struct {
+			Results []struct {
+				Size int `json:"msg_size_bytes"`
+			} `json:"results"`
+			Incomplete string `json:"incomplete"`
+		} `json:"pvperf"`
 	}
-	if err != nil || json.Unmarshal(b, &doc) != nil || len(doc.Results) == 0 || len(doc.Results) == 23 {
+	if err != nil || json.Unmarshal(b, &doc) != nil || len(doc.Pvperf.Results) == 0 || len(doc.Pvperf.Results) == 23 {
 		t.Fatalf("JSON after the interrupt (%v), want some of the 23 sizes:\n%s", err, b)
 	}
-	if c, err := os.ReadFile(csv); err != nil || strings.Count(string(c), "\nwrite_lat,") != len(doc.Results) {
-		t.Errorf("CSV after the interrupt (%v), want %d rows:\n%s", err, len(doc.Results), c)
+	rows := doc.Pvperf.Results
+	if doc.Results.MsgSize != rows[len(rows)-1].Size {
+		t.Errorf("perftest's results are of %d bytes, want the last size done, %d", doc.Results.MsgSize, rows[len(rows)-1].Size)
+	}
+	if !strings.Contains(doc.Pvperf.Incomplete, "interrupted by SIGINT") {
+		t.Errorf("pvperf.incomplete is %q, want the interrupt", doc.Pvperf.Incomplete)
+	}
+	if c, err := os.ReadFile(csv); err != nil || strings.Count(string(c), "\nwrite_lat,") != len(rows) {
+		t.Errorf("CSV after the interrupt (%v), want %d rows:\n%s", err, len(rows), c)
 	}
 }
 

@@ -53,7 +53,8 @@ func TestRepeatTwoProcesses(t *testing.T) {
 
 // TestRepeatMismatch: a client given more runs than its server says so
 // when the server is gone, summarises the runs it made (in its text and
-// its JSON) and exits 1; the server, whose runs all ran, exits 0.
+// its JSON, which says the series is incomplete) and exits 1; the server,
+// whose runs all ran, exits 0.
 func TestRepeatMismatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -75,5 +76,8 @@ func TestRepeatMismatch(t *testing.T) {
 	b, err := os.ReadFile(file)
 	if err != nil || !regexp.MustCompile(`"repeats": \{\s*"runs": 2,`).Match(b) {
 		t.Errorf("client's JSON (%v) has no summary of its 2 runs:\n%s", err, b)
+	}
+	if !strings.Contains(string(b), `"incomplete": "run 3 of 4 found no server"`) {
+		t.Errorf("client's JSON does not say the series is incomplete:\n%s", b)
 	}
 }

@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -243,5 +245,74 @@ func TestReportCommand(t *testing.T) {
 	out := filepath.Join(dir, "nodir", "o.html")
 	if code, _, stderr := report("--html", out, client); code != 1 || !strings.Contains(stderr, out+": no such file or directory") {
 		t.Errorf("--html %s: exit %d, stderr %q", out, code, stderr)
+	}
+}
+
+// TestOutputFileChecked: an output file that cannot be written is found
+// before the test runs (exit 1, perftest's words, no result row), not
+// after a measurement that would then be lost; a pipe is written in place
+// and not opened before.
+func TestOutputFileChecked(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--out_html", filepath.Join(dir, "no", "x.html")}, " Couldn't open HTML output file " + filepath.Join(dir, "no", "x.html")},
+		{[]string{"--out_csv", dir}, " Couldn't open CSV output file " + dir + ": " + dir + ": is a directory"},
+		{[]string{"--out_json", "--out_json_file", filepath.Join(dir, "no", "x.json")}, " Couldn't open JSON output file"},
+	} {
+		p := start(t, ctx, "write_bw", append([]string{"--loopback", "-D", "30"}, c.args...)...)
+		code := p.exit(t)
+		if code != 1 || !strings.Contains(p.stderr.String(), c.want) || strings.Contains(p.stdout.String(), "#bytes") {
+			t.Errorf("%q: exit %d, stderr %q, want %q before any result\n%s", c.args, code, p.stderr.String(), c.want, p.stdout.String())
+		}
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if out, err := exec.Command("mkfifo", fifo).CombinedOutput(); err != nil {
+		t.Fatalf("mkfifo: %v %s", err, out)
+	}
+	got := make(chan []byte, 1)
+	go func() { b, _ := os.ReadFile(fifo); got <- b }()
+	p := start(t, ctx, "write_bw", "--loopback", "-n", "100", "--out_csv", fifo)
+	if code := p.exit(t); code != 0 {
+		t.Fatalf("CSV to a FIFO: exit %d\n%s", code, p.stderr.String())
+	}
+	if b := <-got; !strings.Contains(string(b), "bw_average_MiB_per_s") {
+		t.Errorf("the FIFO got %q", b)
+	}
+}
+
+// TestPerftestJSON: the perftest part of --out_json is perftest's file as
+// it ends: "results" is one object, the last row printed (here the last
+// size of a sweep), so that scripts written for perftest read it; a side
+// that prints no row (the server of read_lat) writes no JSON file, as
+// perftest's.
+func TestPerftestJSON(t *testing.T) {
+	dir := t.TempDir()
+	runFiles(t, dir, "read_lat", "-a", "-n", "20")
+	if _, err := os.Stat(filepath.Join(dir, "server.json")); !os.IsNotExist(err) {
+		t.Errorf("the read_lat server wrote a JSON file (%v)", err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "client.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		TestInfo struct {
+			Test string `json:"test"`
+		} `json:"test_info"`
+		Results map[string]any `json:"results"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("%v:\n%s", err, b)
+	}
+	if doc.TestInfo.Test != "RDMA_Read_Latency_Test" || doc.Results["MsgSize"] != float64(1<<23) || doc.Results["t_typical"] == nil {
+		t.Errorf("test_info.test %q, results %v: want the 8 MiB row", doc.TestInfo.Test, doc.Results)
+	}
+	if run := readRun(t, filepath.Join(dir, "client.json")); len(run.Results) != sweepSizes {
+		t.Errorf("pvperf's results: %d rows, want %d", len(run.Results), sweepSizes)
 	}
 }

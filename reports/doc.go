@@ -36,10 +36,9 @@
 //
 // # JSON
 //
-// WriteJSON writes perftest's --out_json object extended to valid JSON that
-// keeps every row: "results" is an array with one object per printed row
-// (every size of an -a run), and a bidirectional run adds "local_results"
-// and "remote_results", all taken from a Record. When given a Run, it adds it as a
+// WriteJSON writes perftest's --out_json object as perftest's file ends:
+// "results" is the object of the last row of a Record printed (an -a
+// run's last size). When given a Run, which has every row, it adds it as a
 // "pvperf" object with a schema_version (SchemaVersion), which ParseRun
 // reads back; its errors match ErrEmpty, ErrMalformed, ErrNoRun or
 // ErrSchema.

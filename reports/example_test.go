@@ -81,8 +81,7 @@ func ExampleComputeLatency() {
 	// "Use_MUSA_memory": "OFF",
 	// "Data_ex_method": "Ethernet"
 	// },
-	// "results": [
-	// {
+	// "results": {
 	// "MsgSize": 2,
 	// "n_iterations": 10,
 	// "t_min": 1.25,
@@ -98,6 +97,5 @@ func ExampleComputeLatency() {
 	// "percentile_95": 4.50,
 	// "percentile_99.99": 4.50
 	// }
-	// ]
 	// }
 }

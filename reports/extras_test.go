@@ -176,6 +176,20 @@ func TestRepeats(t *testing.T) {
 	if rep1, _ := SummarizeRepeats(sparse, 0.95, 2000, 200); rep1.Converged {
 		t.Error("one valid value of five: converged")
 	}
+	// One run (a series cut short) has no interval: null, "-", and not
+	// converged even without a target.
+	one, _ := SummarizeRepeats(runs[:1], 0.95, 2000, 0)
+	if r := one.Rows[0]; one.Converged || r.Median != 100 || r.CILow.Valid() || r.CIHigh.Valid() || r.HalfWidthPercent.Valid() || r.Stdev.Valid() {
+		t.Errorf("one run: converged %v, row %+v", one.Converged, r)
+	}
+	var ob bytes.Buffer
+	_ = WriteRepeats(&ob, one, KindBW, false)
+	if !strings.Contains(ob.String(), "       100.00       100.00            -            -        -\n") {
+		t.Errorf("one run's text:\n%s", ob.String())
+	}
+	if w := one.Widest(KindBW); !math.IsInf(w, 1) {
+		t.Errorf("one run: widest %v, want +Inf", w)
+	}
 	var out bytes.Buffer
 	if err := WriteRepeats(&out, rep, KindBW, false); err != nil {
 		t.Fatal(err)

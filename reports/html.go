@@ -89,11 +89,13 @@ type htmlSetupRow struct {
 // as htmlTable's (Caption "": none).
 type htmlRun struct {
 	Heading string
-	Caption string
-	Columns []htmlColumn
-	Rows    [][]htmlCell
-	Fit     string
-	Repeats *htmlTable
+	// Incomplete is why the run stopped before its end ("": it did not).
+	Incomplete string
+	Caption    string
+	Columns    []htmlColumn
+	Rows       [][]htmlCell
+	Fit        string
+	Repeats    *htmlTable
 }
 
 // htmlTable is a table with a caption.
@@ -310,7 +312,7 @@ func sideRank(side string) int {
 
 // resultTable is run n's results, one row per size and side, by size.
 func resultTable(n int, r *Run) htmlRun {
-	t := htmlRun{Heading: runName(n, r)}
+	t := htmlRun{Heading: runName(n, r), Incomplete: r.Incomplete}
 	if r.Info.Test != "" {
 		t.Heading += ": " + cleanLabel(r.Info.Test)
 	}
@@ -416,6 +418,7 @@ h1{font-size:1.5em;margin:0 0 .2em}
 h2{font-size:1.2em;margin:1.6em 0 .5em;padding-bottom:.15em;border-bottom:1px solid #ccc}
 h3{font-size:1em;margin:1.2em 0 .4em}
 p.sub{margin:0;color:#555}
+p.incomplete{color:#b00;font-weight:bold}
 .wide{overflow-x:auto}
 table{border-collapse:collapse;font-size:.85em}
 th,td{border:1px solid #ccc;padding:.2em .55em;text-align:left;white-space:nowrap}
@@ -468,6 +471,9 @@ var htmlTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <h2>Results</h2>
 {{- range .Runs}}
 <h3>{{.Heading}}</h3>
+{{- with .Incomplete}}
+<p class="incomplete">Incomplete: the run stopped before its end ({{.}}); below are what it measured before.</p>
+{{- end}}
 {{- if .Rows}}
 {{template "table" .}}
 {{- else}}

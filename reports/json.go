@@ -15,18 +15,17 @@ import (
 // fixed key order and one key per line, and rewrites the file for every
 // printed row: an -a run keeps only the last size, --report-both leaves the
 // remote side's row, and --output writes a trailing comma (invalid JSON).
-// pvperf writes the same object extended so that nothing is lost and the
-// file is always valid JSON:
+// pvperf writes the file as perftest's ends, so that scripts that read
+// perftest's (.results.BW_average) read pvperf's, and adds the "pvperf"
+// object, which has every row of every size and side:
 //
 //	{
 //	"test_info": { perftest's keys, in perftest's order },
-//	"results": [ { perftest's result keys }, ... one object per printed row (per size) ],
-//	"local_results": [ ... ],   bidirectional runs: this side's own numbers
-//	"remote_results": [ ... ]   bidirectional runs: the peer's numbers
+//	"results": { perftest's result keys, of the last row printed },
+//	"pvperf": { see Run }
 //	}
 //
-// "results" is an array where perftest has one object; each object keeps
-// perftest's keys, order and precision: MsgSize, n_iterations, BW_peak,
+// "results" keeps perftest's keys, order and precision: MsgSize, n_iterations, BW_peak,
 // BW_average (%.2f, %.6f for the 6-decimal Gb/s rows), MsgRate (%.6f),
 // [CPU_util] for BW; MsgSize, n_iterations, t_min, t_max, t_typical, t_avg,
 // t_stdev, percentile_99, percentile_99.9 (%.2f), [CPU_util] for latency;
@@ -237,61 +236,32 @@ func latencyDurationJSON(ti *TestInfo, r LatencyDurationResult) *jsonObject {
 	return o
 }
 
-func jsonArray(objs []*jsonObject) string {
-	if len(objs) == 0 {
-		return "[]"
-	}
-	var b strings.Builder
-	b.WriteString("[\n")
-	for i, o := range objs {
-		b.WriteString(o.String())
-		if i < len(objs)-1 {
-			b.WriteString(",")
-		}
-		b.WriteString("\n")
-	}
-	b.WriteString("]")
-	return b.String()
-}
-
 // JSON returns the JSON document for a run (see the schema above): the
-// perftest rows are rec's, and run, when not nil, is the "pvperf" object
-// (see Run).
+// perftest part is what perftest's file holds after the rows of rec were
+// printed, and run, when not nil, is the "pvperf" object (see Run), which
+// has every row.
 func JSON(ti *TestInfo, rec *Record, run *Run) (string, error) {
-	var results []*jsonObject
-	var local, remote []BWResult
-	for i := range rec.rows {
-		row := &rec.rows[i]
+	last := &jsonObject{}
+	if n := len(rec.rows); n > 0 {
+		row := &rec.rows[n-1]
 		switch {
+		case row.bw != nil && row.both:
+			// perftest's --report-both prints the local row, then the
+			// remote one, each rewriting the file.
+			last = bwJSON(ti, NewBWRow(ti, *row.remote, nil))
 		case row.bw != nil:
-			results = append(results, bwJSON(ti, NewBWRow(ti, *row.bw, row.remote)))
-			if row.remote != nil {
-				local, remote = append(local, *row.bw), append(remote, *row.remote)
-			}
+			last = bwJSON(ti, NewBWRow(ti, *row.bw, row.remote))
 		case row.lat != nil:
-			results = append(results, latencyJSON(ti, row.lat))
+			last = latencyJSON(ti, row.lat)
 		default:
-			results = append(results, latencyDurationJSON(ti, *row.dur))
+			last = latencyDurationJSON(ti, *row.dur)
 		}
 	}
 	var b strings.Builder
 	b.WriteString("{\n\"test_info\": ")
 	b.WriteString(testInfoJSON(ti).String())
 	b.WriteString(",\n\"results\": ")
-	b.WriteString(jsonArray(results))
-	if len(local) > 0 {
-		side := func(rs []BWResult) string {
-			objs := make([]*jsonObject, len(rs))
-			for i, res := range rs {
-				objs[i] = bwJSON(ti, NewBWRow(ti, res, nil))
-			}
-			return jsonArray(objs)
-		}
-		b.WriteString(",\n\"local_results\": ")
-		b.WriteString(side(local))
-		b.WriteString(",\n\"remote_results\": ")
-		b.WriteString(side(remote))
-	}
+	b.WriteString(last.String())
 	if run != nil {
 		s, err := runJSON(run)
 		if err != nil {

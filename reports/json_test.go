@@ -174,21 +174,25 @@ func TestJSONGolden(t *testing.T) {
 	}
 }
 
+// TestJSONKeepsPerftestKeysAndOrder: the perftest part of the file is
+// what perftest's file holds at the end: test_info, then "results", one
+// object, of the last row printed (an -a sweep's last size), with
+// perftest's keys in perftest's order.
 func TestJSONKeepsPerftestKeysAndOrder(t *testing.T) {
 	ti := jsonRXE(perftest.Write, perftest.Bandwidth)
 	var r Record
 	for _, size := range []uint64{2, 4, 8} {
-		r.AddBW(SideLocal, bw(size, 10, 1, 0.5, 0.25))
+		r.AddBW(SideLocal, bw(size, 10, 1, 0.5+float64(size), 0.25))
 	}
 	out, _ := JSON(&ti, &r, nil)
 	var doc struct {
-		TestInfo map[string]any   `json:"test_info"`
-		Results  []map[string]any `json:"results"`
+		TestInfo map[string]any `json:"test_info"`
+		Results  map[string]any `json:"results"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Results) != 3 || doc.Results[2]["MsgSize"] != 8.0 || doc.Results[0]["BW_average"] != 0.5 {
+	if doc.Results["MsgSize"] != 8.0 || doc.Results["BW_average"] != 8.5 {
 		t.Errorf("results: %v", doc.Results)
 	}
 	// perftest's key order (§3.9) for this test.
@@ -208,7 +212,7 @@ func TestJSONKeepsPerftestKeysAndOrder(t *testing.T) {
 		t.Errorf("test_info: %v", doc.TestInfo)
 	}
 	// perftest's precision: "BW_peak": %.2f, "MsgRate": %.6f.
-	if !strings.Contains(out, "\"BW_peak\": 1.00,\n\"BW_average\": 0.50,\n\"MsgRate\": 0.250000\n") {
+	if !strings.Contains(out, "\"BW_peak\": 1.00,\n\"BW_average\": 8.50,\n\"MsgRate\": 0.250000\n") {
 		t.Errorf("precision:\n%s", out)
 	}
 }
@@ -216,7 +220,7 @@ func TestJSONKeepsPerftestKeysAndOrder(t *testing.T) {
 func TestJSONEmpty(t *testing.T) {
 	ti := NewTestInfo(perftest.Read, perftest.Latency)
 	got, _ := JSON(&ti, &Record{}, nil)
-	if !json.Valid([]byte(got)) || !strings.Contains(got, "\"results\": []\n}") {
+	if !json.Valid([]byte(got)) || !strings.Contains(got, "\"results\": {\n}\n}") {
 		t.Errorf("empty report:\n%s", got)
 	}
 }
@@ -261,5 +265,32 @@ func TestUnmeasuredPeak(t *testing.T) {
 		if got := recs[1][col]; got != c.wantMiBCSV {
 			t.Errorf("peak %v: CSV bw_peak_MiB_per_s %q, want %q", c.peak, got, c.wantMiBCSV)
 		}
+	}
+}
+
+// TestJSONBidirectional: perftest's file holds a bidirectional run's
+// summed row, or with --report-both (the local, then the remote row
+// printed after it) the remote row.
+func TestJSONBidirectional(t *testing.T) {
+	ti := jsonRXE(perftest.Write, perftest.Bandwidth)
+	ti.Duplex = true
+	avg := func(r *Record) any {
+		out, _ := JSON(&ti, r, nil)
+		var doc struct {
+			Results map[string]any `json:"results"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc.Results["BW_average"]
+	}
+	var r Record
+	r.AddBidirectionalBW(bw(65536, 10, 0, 100, 0.25), bw(65536, 10, 0, 40, 0.25))
+	if got := avg(&r); got != 140.0 {
+		t.Errorf("-b: BW_average %v, want the sum 140", got)
+	}
+	r.PrintedBoth()
+	if got := avg(&r); got != 40.0 {
+		t.Errorf("-b --report-both: BW_average %v, want the remote 40", got)
 	}
 }

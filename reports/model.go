@@ -55,6 +55,11 @@ type Run struct {
 	Repeats *Repeats `json:"repeats,omitempty"`
 	// Fit is Hockney's model fitted to a sweep of sizes (nil: none).
 	Fit *Fit `json:"hockney_fit,omitempty"`
+	// Incomplete says why the run stopped before its end (an interrupt, a
+	// peer that died, a failed repeat): Results then hold only the sizes
+	// done before, and Repeats only the runs done; "" for a run that ended
+	// as it should.
+	Incomplete string `json:"incomplete,omitempty"`
 	// Source is where the run was read from (a file name), for legends
 	// and error messages; it is not written.
 	Source string `json:"-"`

@@ -21,8 +21,11 @@ type recordRow struct {
 	// remote is the peer's own result of a bidirectional row, which
 	// prints the sum of bw and remote.
 	remote *BWResult
-	lat    *LatencyResult
-	dur    *LatencyDurationResult
+	// both: the --report-both block (local, then remote row) was printed
+	// after the row.
+	both bool
+	lat  *LatencyResult
+	dur  *LatencyDurationResult
 }
 
 // AddBW records a bandwidth row measured by side (SideLocal or
@@ -35,6 +38,15 @@ func (r *Record) AddBW(side string, res BWResult) {
 // peer's results, which the row prints summed.
 func (r *Record) AddBidirectionalBW(local, remote BWResult) {
 	r.rows = append(r.rows, recordRow{side: SideLocal, bw: &local, remote: &remote})
+}
+
+// PrintedBoth records that the last (bidirectional) row was followed by
+// the --report-both block, its local and then its remote row: perftest's
+// JSON file then holds the remote row.
+func (r *Record) PrintedBoth() {
+	if n := len(r.rows); n > 0 && r.rows[n-1].remote != nil {
+		r.rows[n-1].both = true
+	}
 }
 
 // AddLatency records an iteration-mode latency row.

@@ -38,8 +38,11 @@ type RepeatRow struct {
 	Stdev  Num    `json:"stdev"`
 	CILow  Num    `json:"ci_low"`
 	CIHigh Num    `json:"ci_high"`
-	// HalfWidthPercent is the interval's larger half, in percent of the
-	// median.
+	// HalfWidthPercent is the larger distance from the median to an end
+	// of the interval, in percent of the median: the ± of "median ±X%"
+	// (more than half the interval's width when it is not symmetric).
+	// CILow, CIHigh, HalfWidthPercent and Stdev are NaN (null) for a row
+	// of one value.
 	HalfWidthPercent Num `json:"half_width_percent"`
 	// Values are the runs' values in the order they ran.
 	Values []Num `json:"values"`
@@ -161,26 +164,37 @@ func SummarizeRepeats(runs []Run, level float64, resamples int, target float64) 
 				return nil, fmt.Errorf("summarize repeats: %s of %d bytes: %w", m.key, k.size, err)
 			}
 			hw := s.HalfWidth() * 100
-			if primary && !(hw <= target) {
-				rep.Converged = false
-			}
-			rep.Rows = append(rep.Rows, RepeatRow{
+			row := RepeatRow{
 				Side: k.side, Size: k.size, Metric: m.key,
 				Median: Num(s.Median), Min: Num(s.Min), Max: Num(s.Max), Mean: Num(s.Mean), Stdev: Num(s.Stdev),
 				CILow: Num(s.Lo), CIHigh: Num(s.Hi), HalfWidthPercent: Num(hw), Values: values,
-			})
+			}
+			if len(xs) < 2 {
+				// One value has no interval (a bootstrap of it
+				// would be that value alone) and no spread.
+				row.CILow, row.CIHigh, row.HalfWidthPercent, row.Stdev = NaN, NaN, NaN, NaN
+				rep.Converged = false
+			}
+			if primary && !(float64(row.HalfWidthPercent) <= target) {
+				rep.Converged = false
+			}
+			rep.Rows = append(rep.Rows, row)
 		}
 	}
 	return rep, nil
 }
 
 // Widest is the largest half-width, in percent, of the rows of the metric
-// --repeat_ci watches (+Inf when there is none).
+// --repeat_ci watches (+Inf when there is none, or when a row has no
+// interval yet).
 func (r *Repeats) Widest(kind string) float64 {
 	first := repeatMetrics(kind)[0].key
 	w, found := 0.0, false
 	for _, row := range r.Rows {
 		if row.Metric == first {
+			if !row.HalfWidthPercent.Valid() {
+				return math.Inf(1)
+			}
 			w, found = max(w, float64(row.HalfWidthPercent)), true
 		}
 	}
@@ -217,9 +231,18 @@ func WriteRepeats(w io.Writer, r *Repeats, kind string, gbits bool) error {
 		if row.Metric == "msg_rate_Mpps" {
 			prec = 6
 		}
-		f := func(v Num) string { return fmt.Sprintf("%12.*f", prec, float64(v)) }
-		fmt.Fprintf(&b, " %-10d %-7s %-22s %s %s %s %s %s %8.2f\n", row.Size, row.Side, labels[row.Metric],
-			f(row.Median), f(row.Min), f(row.Max), f(row.CILow), f(row.CIHigh), float64(row.HalfWidthPercent))
+		f := func(v Num) string {
+			if !v.Valid() {
+				return fmt.Sprintf("%12s", "-")
+			}
+			return fmt.Sprintf("%12.*f", prec, float64(v))
+		}
+		hw := fmt.Sprintf("%8s", "-")
+		if row.HalfWidthPercent.Valid() {
+			hw = fmt.Sprintf("%8.2f", float64(row.HalfWidthPercent))
+		}
+		fmt.Fprintf(&b, " %-10d %-7s %-22s %s %s %s %s %s %s\n", row.Size, row.Side, labels[row.Metric],
+			f(row.Median), f(row.Min), f(row.Max), f(row.CILow), f(row.CIHigh), hw)
 	}
 	b.WriteString(ResultLine)
 	return writeString(w, b.String())

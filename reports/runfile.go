@@ -32,11 +32,12 @@ type runEnvelope struct {
 	Results       []Result `json:"results"`
 	Fit           *Fit     `json:"hockney_fit,omitempty"`
 	Repeats       *Repeats `json:"repeats,omitempty"`
+	Incomplete    string   `json:"incomplete,omitempty"`
 }
 
 // runJSON returns the "pvperf" object, indented by one level.
 func runJSON(run *Run) (string, error) {
-	env := runEnvelope{SchemaVersion: SchemaVersion, Info: run.Info, Results: run.Results, Fit: run.Fit, Repeats: run.Repeats}
+	env := runEnvelope{SchemaVersion: SchemaVersion, Info: run.Info, Results: run.Results, Fit: run.Fit, Repeats: run.Repeats, Incomplete: run.Incomplete}
 	if env.Results == nil {
 		env.Results = []Result{}
 	}
@@ -100,7 +101,7 @@ func ParseRun(data []byte, source string) (Run, error) {
 	if err := dec.Decode(&env); err != nil {
 		return fail(ErrMalformed, "\"pvperf\": %v", fieldErr(err))
 	}
-	run := Run{Info: env.Info, Results: env.Results, Fit: env.Fit, Repeats: env.Repeats, Source: source}
+	run := Run{Info: env.Info, Results: env.Results, Fit: env.Fit, Repeats: env.Repeats, Incomplete: env.Incomplete, Source: source}
 	if err := run.check(); err != nil {
 		return fail(ErrSchema, "%v", err)
 	}

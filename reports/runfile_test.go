@@ -298,3 +298,29 @@ func TestMerge(t *testing.T) {
 		t.Errorf("Merge changed its input: %d rows", len(parts[3].Results))
 	}
 }
+
+// TestIncompleteRun: a run that stopped before its end says why in its
+// file ("incomplete"), which report reads back and the HTML page shows;
+// a complete run's file has no such field.
+func TestIncompleteRun(t *testing.T) {
+	run := fixtureBW(2, 1000, 0)
+	if b, _ := MarshalRun(&run); strings.Contains(string(b), "incomplete") {
+		t.Errorf("a complete run's file mentions incomplete:\n%s", b)
+	}
+	run.Incomplete = "interrupted by SIGINT"
+	b, err := MarshalRun(&run)
+	if err != nil || !strings.Contains(string(b), `"incomplete": "interrupted by SIGINT"`) {
+		t.Fatalf("%v:\n%s", err, b)
+	}
+	back, err := ParseRun(b, "r.json")
+	if err != nil || back.Incomplete != run.Incomplete {
+		t.Fatalf("read back %q (%v)", back.Incomplete, err)
+	}
+	var h bytes.Buffer
+	if err := WriteHTML(&h, []Run{back}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(h.String(), `<p class="incomplete">Incomplete: the run stopped before its end (interrupted by SIGINT)`) {
+		t.Errorf("HTML does not say the run is incomplete")
+	}
+}

@@ -106,3 +106,37 @@ func TestReportUsage(t *testing.T) {
 		t.Errorf("unwritable output: exit %d, %q", code, stderr)
 	}
 }
+
+// TestReportOutputClash: an output that is an input (by name, by another
+// path or by a link) or two outputs that are one file are refused before
+// anything is written: the input keeps its results.
+func TestReportOutputClash(t *testing.T) {
+	dir := t.TempDir()
+	in := writeRun(t, dir, "a.json", 2, 2)
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(in, link); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(in)
+	same := filepath.Join(dir, "same.out")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--html", in, in}, "--html " + in + " is also an input"},
+		{[]string{"--csv", filepath.Join(dir, ".", "a.json"), in}, "is also an input"},
+		{[]string{"--benchfmt", link, in}, "is also an input"},
+		{[]string{"--html", same, "--csv", same, in}, "--csv and --html name the same file"},
+	} {
+		code, _, stderr := runReport(c.args...)
+		if code != reportcli.ExitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%q: exit %d, stderr %q, want %q", c.args, code, stderr, c.want)
+		}
+	}
+	if after, _ := os.ReadFile(in); !bytes.Equal(after, before) {
+		t.Error("the input was changed")
+	}
+	if _, err := os.Stat(same); err == nil {
+		t.Error("an output was written")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 
 	"github.com/olekukonko/tablewriter"
@@ -69,6 +70,10 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, "report: only one output can go to the standard output (-)\n")
 		return ExitUsage
 	}
+	if msg := clash(map[string]string{"--html": *html, "--csv": *csvFile, "--benchfmt": *bench}, fs.Args()); msg != "" {
+		fmt.Fprintf(stderr, "report: %s\n", msg)
+		return ExitUsage
+	}
 
 	runs, err := readRuns(fs.Args())
 	if err != nil {
@@ -104,6 +109,45 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return ExitOK
+}
+
+// clash tells why the output files (by option) cannot be written: one that
+// is an input, which it would replace, or two outputs that are one file;
+// "" when none clash.
+func clash(outputs map[string]string, inputs []string) string {
+	opts := make([]string, 0, len(outputs))
+	for o, name := range outputs {
+		if name != "" && name != "-" {
+			opts = append(opts, o)
+		}
+	}
+	sort.Strings(opts)
+	for i, o := range opts {
+		for _, in := range inputs {
+			if sameFile(outputs[o], in) {
+				return fmt.Sprintf("%s %s is also an input: writing it would replace the results it reads", o, outputs[o])
+			}
+		}
+		for _, p := range opts[i+1:] {
+			if sameFile(outputs[o], outputs[p]) {
+				return fmt.Sprintf("%s and %s name the same file (%s): give each its own", o, p, outputs[o])
+			}
+		}
+	}
+	return ""
+}
+
+// sameFile tells whether names a and b are one file: the same file where
+// both exist (links included), else the same absolute path.
+func sameFile(a, b string) bool {
+	fa, erra := os.Stat(a)
+	fb, errb := os.Stat(b)
+	if erra == nil && errb == nil {
+		return os.SameFile(fa, fb)
+	}
+	aa, erra := filepath.Abs(a)
+	ab, errb := filepath.Abs(b)
+	return erra == nil && errb == nil && aa == ab
 }
 
 // readRuns reads every file; the first error stops it. Files of other
