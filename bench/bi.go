@@ -30,6 +30,9 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, m *msgPlan, peak, ser
 		tot = 0
 	}
 	sm := newSamples(peak && !duration, tot)
+	if !duration {
+		sm.startCPU()
+	}
 	if !(peak && !duration) {
 		sm.tposted[0] = clock.Now()
 	}

@@ -198,6 +198,9 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 	pl := uint64(cfg.PostList)
 	step, wrap := m.step, m.wrap
 	var totS, totC uint64
+	if !duration {
+		sm.startCPU()
+	}
 	if !peak && !duration {
 		sm.tposted[0] = clock.Now()
 	}

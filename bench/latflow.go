@@ -139,10 +139,17 @@ func (s *session) runReadAtomicLat(ctx context.Context) error {
 		// its loss.
 		s.conn.SetTimeout(oob.NoTimeout)
 		stop := s.watchPeer(ctx)
+		m0 := markCPU()
 		err := s.closeConn()
 		stop()
 		if err != nil {
 			return s.peerErr(ctx, err)
+		}
+		// This side's CPU, for the client's remote columns, is known
+		// over the whole wait only: it is the size's when there is one
+		// size, no size's in a sweep (as a write_bw server's).
+		if len(s.plan.msgs) == 1 {
+			s.recordCPU(s.plan.msgs[0].size, m0.spanTo(markCPU(), 0))
 		}
 		s.resultLine()
 		return nil

@@ -151,6 +151,7 @@ func (e *endpoint) runBWServer(ctx context.Context, r *receiver) (samples, error
 					// timing from the poll would report an absurd
 					// rate. No message left before this side
 					// entered the barrier that released the sender.
+					sm.startCPU()
 					sm.tposted[0] = clock.Now()
 					if ne > 1 && e.syncAt != 0 {
 						sm.tposted[0] = e.syncAt
@@ -189,6 +190,7 @@ func (e *endpoint) runBWServer(ctx context.Context, r *receiver) (samples, error
 	} else {
 		sm.tcompleted[0] = clock.Now()
 		sm.iters = tot
+		sm.endCPU(tot)
 	}
 	return sm, nil
 }

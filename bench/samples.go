@@ -31,6 +31,11 @@ type samples struct {
 	// (set with the window, in duration mode only).
 	window    reports.CPUSpan
 	hasWindow bool
+	// cpu0 is the process's CPU when an iteration run's measurement
+	// began (startCPU), so that its CPU is over the same window as its
+	// bandwidth.
+	cpu0       cpuMark
+	cpuStarted bool
 	// hist is a latency loop's histogram of the times between posts (nil
 	// without one).
 	hist *hdr.Histogram
@@ -45,6 +50,18 @@ func newSamples(perMessage bool, tot uint64) samples {
 		n = tot
 	}
 	return samples{tposted: make([]int64, n), tcompleted: make([]int64, n)}
+}
+
+// startCPU marks the process's CPU at the start of an iteration run's
+// measurement (its first post, or first completion on a receiving server).
+func (sm *samples) startCPU() { sm.cpu0, sm.cpuStarted = markCPU(), true }
+
+// endCPU closes the CPU window startCPU opened, for msgs messages: the
+// run's CPU then covers what its bandwidth does, not the loop's setup.
+func (sm *samples) endCPU(msgs uint64) {
+	if sm.cpuStarted {
+		sm.window, sm.hasWindow = sm.cpu0.spanTo(markCPU(), msgs), true
+	}
 }
 
 // completedAt stamps the completion that brings the count to totC of tot
@@ -65,6 +82,7 @@ func (sm *samples) end(dc *durationClock, tot uint64, peak bool) {
 	if !peak {
 		sm.tcompleted[0] = clock.Now()
 	}
+	sm.endCPU(tot)
 }
 
 // durationClock drives perftest's SIGALRM state machine from a goroutine:

@@ -89,3 +89,17 @@ func TestCheckDataTwoProcesses(t *testing.T) {
 		}
 	}
 }
+
+// TestCPUPassiveServer: the server of read_lat and atomic_lat prints no
+// row (as perftest's) but, with --cpu_util, sends its CPU use over its
+// wait, which the client prints in its remote columns: near nothing, the
+// point of one-sided verbs.
+func TestCPUPassiveServer(t *testing.T) {
+	for test, size := range map[string]string{"read_lat": "2", "atomic_lat": "8"} {
+		_, client := runPair(t, test, "-d", "emu0", "-n", "3000", "--cpu_util")
+		row := regexp.MustCompile(`(?m)^ ` + size + ` +([0-9.]+|-) +([0-9.]+|-) +([0-9.]+|-) +([0-9.]+|-)$`).FindStringSubmatch(client.stdout.String())
+		if row == nil || row[1] == "-" || row[2] == "-" || row[4] == "-" {
+			t.Errorf("%s: the client's CPU row %q has no remote figures\n%s", test, row, client.stdout.String())
+		}
+	}
+}

@@ -144,7 +144,10 @@ type BWStats struct {
 
 // LatencyStats are a latency row's numbers in microseconds (one-way for
 // SEND and WRITE, round trip for READ and ATOMIC, as perftest reports
-// them). Stdev is perftest's t_stdev. Duration-mode rows have only Mean
+// them). Stdev is the standard deviation of the samples t_avg is the mean
+// of (perftest's t_stdev, in the text, truncates each deviation to a
+// whole microsecond first, which makes it 0 for samples less than 1 µs
+// apart). Duration-mode rows have only Mean
 // and TPS; the others are NaN there (null in JSON). Percentiles follow
 // perftest's rule (see LatencyResult.Percentile).
 type LatencyStats struct {
@@ -277,7 +280,7 @@ func latencyRow(side string, res *LatencyResult, clock Clock) Result {
 		MaxUs:     us(res.Max),
 		TypicalUs: us(res.Typical),
 		MeanUs:    us(res.Avg),
-		StdevUs:   us(res.Stdev),
+		StdevUs:   us(res.Deviation),
 		P50Us:     us(res.Percentile(0.50)),
 		P90Us:     us(res.Percentile(0.90)),
 		P99Us:     us(res.P99),

@@ -322,6 +322,10 @@ type LatencyResult struct {
 	// Min, Max, Typical, Avg, Stdev, P99 and P999 are t_min, t_max,
 	// t_typical, t_avg, t_stdev and the 99% and 99.9% percentiles.
 	Min, Max, Typical, Avg, Stdev, P99, P999 float64
+	// Deviation is the standard deviation of the same samples, without
+	// perftest's truncation of each deviation to a whole unit (which
+	// makes t_stdev 0 for samples that differ by less than one).
+	Deviation float64
 	// Unit is "usec", or "cycles" with -C.
 	Unit string
 	// Measured is the number of samples the statistics use (all samples
@@ -426,11 +430,13 @@ func ComputeLatency(in LatencyInput) (LatencyResult, error) {
 	}
 	avg := avgSum / float64(m)
 
-	var stdevSum float64
+	var stdevSum, devSum float64
 	for i := 0; i < m; i++ {
 		tempVar := cInt(avg - val(i))
 		powVar := cInt(float64(float64(tempVar) * float64(tempVar)))
 		stdevSum += float64(powVar)
+		d := avg - val(i)
+		devSum += d * d
 	}
 	stdev := cSqrt(stdevSum / float64(m))
 
@@ -444,6 +450,7 @@ func ComputeLatency(in LatencyInput) (LatencyResult, error) {
 		Typical:   float64(median) / q,
 		Avg:       avg,
 		Stdev:     stdev,
+		Deviation: math.Sqrt(devSum / float64(m)),
 		P99:       val(i99),
 		P999:      val(i999),
 		Unit:      unit,

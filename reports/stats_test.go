@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/reports/hdr"
 )
@@ -511,5 +513,32 @@ func TestComputeLatencyCyclesMHz(t *testing.T) {
 	}
 	if d := row.Distribution; d == nil || math.Abs(float64(d.P50Us)-0.5) > 0.01 {
 		t.Errorf("distribution %+v, want p50 0.5 us", d)
+	}
+}
+
+// TestLatencyDeviation: pvperf's stdev (Deviation, the JSON's stdev_us) is
+// the population standard deviation of the samples t_avg averages (all but
+// the 2 largest), where perftest's t_stdev truncates each deviation to a
+// whole unit: samples 0.2 to 0.8 µs apart have a t_stdev of 0.
+func TestLatencyDeviation(t *testing.T) {
+	const mhz = 1000 // ticks of 1 ns
+	samples := make([]int64, 1002)
+	for i := range samples {
+		samples[i] = int64(1000 + 200*(i%4)) // 1.0, 1.2, 1.4, 1.6 µs
+	}
+	samples[10], samples[20] = 50000, 60000 // the 2 largest, dropped
+	r, err := ComputeLatency(LatencyInput{Size: 2, Iters: 1003, Samples: samples, RTTFactor: 1, Clock: Clock{MHz: mhz}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []float64
+	for i, s := range samples {
+		if i != 10 && i != 20 {
+			kept = append(kept, float64(s)/mhz)
+		}
+	}
+	mean, sd := stat.PopMeanStdDev(kept, nil)
+	if math.Abs(r.Avg-mean) > 1e-9 || math.Abs(r.Deviation-sd) > 1e-9 || r.Stdev != 0 {
+		t.Errorf("t_avg %v t_stdev %v deviation %v; want mean %v, t_stdev 0, deviation %v", r.Avg, r.Stdev, r.Deviation, mean, sd)
 	}
 }
