@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -58,8 +59,9 @@ func TestLatencyHistogram(t *testing.T) {
 }
 
 // TestIntervals: -D prints a line per second of the loop, the margins
-// marked, and --interval_json writes the same seconds as JSON lines whose
-// messages add up to about what the loop counted.
+// marked, and --interval_json writes the same seconds as JSON lines; the
+// sampled ones end at the sample window's bounds, so their messages add
+// up to the result row's (within the loop's lag in seeing a switch).
 func TestIntervals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("duration runs take seconds")
@@ -86,12 +88,14 @@ func TestIntervals(t *testing.T) {
 			sc := bufio.NewScanner(f)
 			var n int
 			var last float64
+			var sampled uint64
 			for sc.Scan() {
 				var iv struct {
 					From       float64 `json:"from_s"`
 					To         float64 `json:"to_s"`
 					Messages   *uint64 `json:"messages"`
 					Iterations *uint64 `json:"iterations"`
+					Sampled    bool    `json:"sampled"`
 				}
 				if err := json.Unmarshal(sc.Bytes(), &iv); err != nil {
 					t.Fatalf("line %q: %v", sc.Text(), err)
@@ -101,6 +105,20 @@ func TestIntervals(t *testing.T) {
 					t.Errorf("line %q", sc.Text())
 				}
 				last = iv.To
+				if iv.Sampled && iv.Messages != nil {
+					sampled += *iv.Messages
+				}
+				if iv.Sampled && iv.Iterations != nil {
+					sampled += *iv.Iterations
+				}
+			}
+			row := regexp.MustCompile(`(?m)^ +[0-9]+ +([0-9]+) +[0-9.]+`).FindStringSubmatch(out)
+			if row == nil {
+				t.Fatalf("no result row in:\n%s", out)
+			}
+			total, _ := strconv.ParseUint(row[1], 10, 64)
+			if d := int64(sampled) - int64(total); d < -int64(2*c.CQMod+2) || d > int64(2*c.CQMod+2) {
+				t.Errorf("the sampled seconds count %d, the result row %d", sampled, total)
 			}
 			if n != len(lines) || last < 2.9 || last > 5 { // the clock's goroutine may be late
 				t.Errorf("%d JSON lines ending at %v s, %d text lines", n, last, len(lines))

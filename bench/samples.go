@@ -108,6 +108,35 @@ type durationClock struct {
 	// last part of a period is not reported when the run ends.
 	every time.Duration
 	whole bool
+	// With a tick function: t0 is when the clock started, the origin of
+	// the intervals; switches carries the switches to SAMPLE and to
+	// STOP_SAMPLE to the ticks, which end an interval at each; firstDue
+	// is when the first is planned (since t0).
+	t0       time.Time
+	switches chan phaseSwitch
+	firstDue time.Duration
+}
+
+// phaseSwitch is a switch of a duration run's state: when (since the
+// clock started), the loop's count then, whether the new state is
+// SAMPLE, and when the next switch is planned (0: none).
+type phaseSwitch struct {
+	at, next time.Duration
+	count    uint64
+	sampled  bool
+}
+
+// switched tells the ticks of a switch to the state just stored, the next
+// one planned after next.
+func (d *durationClock) switched(sampled bool, next time.Duration) {
+	if d.switches != nil {
+		at := time.Since(d.t0)
+		var due time.Duration
+		if next > 0 {
+			due = at + next
+		}
+		d.switches <- phaseSwitch{at: at, next: due, count: d.count.Load(), sampled: sampled}
+	}
 }
 
 // endlessLoop is a --run_infinitely loop's: stop ends it, and its rows
@@ -123,7 +152,7 @@ type endlessLoop struct {
 // prints a row every -D seconds and nothing for the last part).
 func startEndless(ctx context.Context, l *endlessLoop, tick func(interval)) *durationClock {
 	ctx, cancel := context.WithCancel(ctx)
-	d := &durationClock{done: make(chan struct{}), cancel: cancel, every: l.period, whole: true}
+	d := &durationClock{done: make(chan struct{}), cancel: cancel, every: l.period, whole: true, t0: time.Now()}
 	phases := make(chan struct{})
 	d.start.Store(clock.Now())
 	d.state.Store(stateSample)
@@ -176,10 +205,12 @@ func (d *durationClock) cpuUtil() float32 { return cpuUtil(d.cpu0, d.cpu1) }
 // once at its end, before done is closed.
 func startDuration(ctx context.Context, duration, margin int, tick func(interval)) *durationClock {
 	ctx, cancel := context.WithCancel(ctx)
-	d := &durationClock{done: make(chan struct{}), cancel: cancel}
+	d := &durationClock{done: make(chan struct{}), cancel: cancel, t0: time.Now()}
 	phases := d.done
 	if tick != nil {
 		phases = make(chan struct{})
+		d.switches = make(chan phaseSwitch, 2)
+		d.firstDue = time.Duration(margin) * time.Second
 		go d.ticks(phases, tick)
 	}
 	go func() {
@@ -204,6 +235,7 @@ func startDuration(ctx context.Context, duration, margin int, tick func(interval
 		d.mark0 = markCPU()
 		d.start.Store(clock.Now())
 		d.state.Store(stateSample)
+		d.switched(true, time.Duration(duration-2*margin)*time.Second)
 		if !sleep(duration - 2*margin) {
 			return
 		}
@@ -211,6 +243,7 @@ func startDuration(ctx context.Context, duration, margin int, tick func(interval
 		d.cpu1 = readCPUTimes()
 		d.mark1 = markCPU()
 		d.state.Store(stateStopSample)
+		d.switched(false, 0)
 		if !sleep(margin) {
 			return
 		}
@@ -223,23 +256,29 @@ func startDuration(ctx context.Context, duration, margin int, tick func(interval
 // past, and a last time when phases is closed (unless the last period was
 // just reported, or d.whole), then closes done.
 //
-// An interval is sampled when it lies between the switches to SAMPLE and
-// to STOP_SAMPLE as they happened (within a little slack), not as they
-// were planned: on a busy machine either goroutine may be late.
+// A duration run's switches to SAMPLE and to STOP_SAMPLE end an interval
+// where they happened, with the loop's count then, so that no interval
+// straddles the sample window's bounds: the sampled intervals add up to
+// the window, and their counts to its. A tick due within a little slack
+// of a planned switch is left to the switch, which then restarts the
+// seconds.
 func (d *durationClock) ticks(phases <-chan struct{}, tick func(interval)) {
 	defer close(d.done)
-	t0 := time.Now()
-	const slack = int64(50 * time.Millisecond)
+	const slack = 50 * time.Millisecond
 	var last time.Duration
-	lastNS := clock.Now()
 	var lastCount uint64
-	report := func() {
-		at, now := time.Since(t0), clock.Now()
-		c := d.count.Load()
-		start, stop := d.start.Load(), d.stop.Load()
-		sampled := start != 0 && lastNS >= start-slack && (stop == 0 || now <= stop+slack)
+	// A duration run starts in its margin (its switch to SAMPLE may have
+	// happened already: it is in switches); --run_infinitely samples from
+	// the start.
+	sampled := d.switches == nil && d.state.Load() == stateSample
+	due := d.firstDue // the next switch planned (0: none)
+	if d.switches == nil {
+		due = 0
+	}
+	report := func(at time.Duration, c uint64) {
+		c = max(c, lastCount)
 		tick(interval{From: last, To: at, Count: c - lastCount, Sampled: sampled})
-		last, lastNS, lastCount = at, now, c
+		last, lastCount = at, c
 	}
 	every := d.every
 	if every == 0 {
@@ -247,13 +286,33 @@ func (d *durationClock) ticks(phases <-chan struct{}, tick func(interval)) {
 	}
 	tk := time.NewTicker(every)
 	defer tk.Stop()
+	switched := func(sw phaseSwitch) {
+		if sw.at-last >= slack/5 || sw.count != lastCount {
+			report(sw.at, sw.count)
+		} else {
+			// A margin of 0: nothing before the switch.
+			last, lastCount = sw.at, sw.count
+		}
+		sampled, due = sw.sampled, sw.next
+		tk.Reset(every)
+	}
 	for {
 		select {
 		case <-tk.C:
-			report()
+			at := time.Since(d.t0)
+			if d.switches != nil && (due > 0 && at >= due-slack || len(d.switches) > 0) {
+				// The switch, planned or made, ends this second.
+				continue
+			}
+			report(at, d.count.Load())
+		case sw := <-d.switches:
+			switched(sw)
 		case <-phases:
-			if !d.whole && time.Since(t0)-last > 2*time.Duration(slack) {
-				report()
+			for len(d.switches) > 0 {
+				switched(<-d.switches)
+			}
+			if !d.whole && time.Since(d.t0)-last > 2*slack {
+				report(time.Since(d.t0), d.count.Load())
 			}
 			return
 		}
