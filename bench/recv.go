@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/pvperf/pvperf/internal/clock"
@@ -133,6 +134,12 @@ func (e *endpoint) runBWServer(ctx context.Context, r *receiver) (samples, error
 			}
 			if ne == 0 {
 				if err := st.idle("waiting for receive completions"); err != nil {
+					if errors.Is(err, ErrStalled) && !duration {
+						// perftest's check_alive line: what came of
+						// what was due (UD loses what finds no
+						// receive posted).
+						err = fmt.Errorf("%w\n Total Received=%d, Total Iters Required=%d", err, rcnt, tot)
+					}
 					return sm, err
 				}
 				break

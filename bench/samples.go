@@ -289,10 +289,9 @@ func (d *durationClock) ticks(phases <-chan struct{}, tick func(interval)) {
 	switched := func(sw phaseSwitch) {
 		if sw.at-last >= slack/5 || sw.count != lastCount {
 			report(sw.at, sw.count)
-		} else {
-			// A margin of 0: nothing before the switch.
-			last, lastCount = sw.at, sw.count
 		}
+		// else (a margin of 0) nothing happened before the switch: the
+		// next interval starts where this one did.
 		sampled, due = sw.sampled, sw.next
 		tk.Reset(every)
 	}

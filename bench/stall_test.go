@@ -332,3 +332,65 @@ func TestStallLatencyGap(t *testing.T) {
 		})
 	}
 }
+
+// A device whose QPs post their first keepRecvs receives and then drop the
+// receives posted (reporting them posted): UD sends find no receive and
+// are lost, as when the receiver falls behind.
+type lossyDevice struct{ verbs.Device }
+type lossyContext struct{ verbs.Context }
+type lossyPD struct{ verbs.PD }
+type lossyQP struct {
+	verbs.QP
+	posted *atomic.Int64
+}
+
+const keepRecvs = 20
+
+func (d lossyDevice) Open() (verbs.Context, error) {
+	c, err := d.Device.Open()
+	return lossyContext{c}, err
+}
+
+func (c lossyContext) AllocPD() (verbs.PD, error) {
+	pd, err := c.Context.AllocPD()
+	return lossyPD{pd}, err
+}
+
+func (pd lossyPD) CreateQP(init verbs.QPInit) (verbs.QP, error) {
+	qp, err := pd.PD.CreateQP(init)
+	return lossyQP{qp, new(atomic.Int64)}, err
+}
+
+func (q lossyQP) PostRecv(wrs []verbs.RecvWR) (int, error) {
+	n := max(0, min(len(wrs), keepRecvs-int(q.posted.Load())))
+	q.posted.Add(int64(n))
+	if n > 0 {
+		if _, err := q.QP.PostRecv(wrs[:n]); err != nil {
+			return 0, err
+		}
+	}
+	return len(wrs), nil
+}
+
+// TestUDLossStall: a UD send_bw whose server gets fewer messages than the
+// client sends (the others found no receive posted) stalls and says, as
+// perftest's check_alive, what it received of what was due.
+func TestUDLossStall(t *testing.T) {
+	old := StallTimeout
+	StallTimeout = 300 * time.Millisecond
+	defer func() { StallTimeout = old }()
+	dev := lossyDevice{device(t, emu.ProfileUnrestricted, 2)}
+	c := testConfig(perftest.Bandwidth, perftest.Send)
+	c.Connection, c.Iters, c.RxDepth, c.Size = perftest.UD, 50, 34, 64
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := Run(ctx, normalize(c), dev, io.Discard, io.Discard)
+	if err == nil {
+		t.Fatal("Run: no error")
+	}
+	msg := PerftestMessage(err)
+	if !errors.Is(err, ErrStalled) || !strings.Contains(msg, "waiting for receive completions for ") ||
+		!strings.Contains(msg, "\n Total Received=20, Total Iters Required=50\n") {
+		t.Fatalf("Run: %v\nmessage:\n%s", err, msg)
+	}
+}

@@ -7,5 +7,5 @@ import (
 )
 
 func main() {
-	os.Exit(cli.Main("atomic_bw", os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(cli.MainAs("atomic_bw", os.Args[0], os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -39,7 +39,7 @@ func run(argv []string, stdout, stderr io.Writer) int {
 				// the scripts that read it.
 				args = append([]string{"--perftest_output"}, args...)
 			}
-			return dispatch(name, args, stdout, stderr)
+			return dispatch(name, argv[0], args, stdout, stderr)
 		}
 	}
 	if len(argv) < 2 {
@@ -57,7 +57,7 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		return links(argv[2:], stdout, stderr)
 	default:
 		if name, ok := command(sub); ok {
-			return dispatch(name, argv[2:], stdout, stderr)
+			return dispatch(name, argv[0]+" "+sub, argv[2:], stdout, stderr)
 		}
 		fmt.Fprintf(stderr, "pvperf: unknown command %q\n", sub)
 		if prog := filepath.Base(argv[0]); prog != "pvperf" {
@@ -84,7 +84,10 @@ func command(name string) (string, bool) {
 	return "", false
 }
 
-func dispatch(name string, args []string, stdout, stderr io.Writer) int {
+// dispatch runs command name with args; a test names itself prog in its
+// usage text and its option parser's messages (argv[0] under a link,
+// "pvperf write_bw" as a subcommand), as perftest names its argv[0].
+func dispatch(name, prog string, args []string, stdout, stderr io.Writer) int {
 	switch name {
 	case "devinfo":
 		return cli.DevInfo(args, stdout, stderr)
@@ -97,7 +100,7 @@ func dispatch(name string, args []string, stdout, stderr io.Writer) int {
 	case comparecli.Name:
 		return comparecli.Main(args, stdout, stderr)
 	}
-	return cli.Main(name, args, stdout, stderr)
+	return cli.MainAs(name, prog, args, stdout, stderr)
 }
 
 // links creates, in the directory given, a symbolic link to this binary

@@ -32,12 +32,17 @@ func TestDispatchByName(t *testing.T) {
 	if rc, out, _ := call("/usr/bin/ib_write_bw", "-V"); rc != 1 || out != "Version: 6.29\n" {
 		t.Errorf("ib_write_bw -V: exit %d, stdout %q, want 1 and %q", rc, out, "Version: 6.29\n")
 	}
-	// A test's own usage names the test.
-	_, out, errOut := call("ib_read_bw", "-h")
-	if !strings.Contains(out+errOut, "read_bw <host>") {
-		t.Errorf("ib_read_bw -h does not print read_bw's usage:\n%s%s", out, errOut)
+	// A test's usage and its parser's messages name the program as it
+	// was invoked, as perftest's name their argv[0].
+	_, out, errOut := call("./ib/ib_read_bw", "-h")
+	if !strings.HasPrefix(out, "Usage:\n  ./ib/ib_read_bw            start a server and wait for connection\n  ./ib/ib_read_bw <host>     connect to server at <host>\n") {
+		t.Errorf("./ib/ib_read_bw -h does not name itself:\n%s%s", out, errOut)
 	}
-	if rc, _, e := call("pvperf", "write_bw", "--no-such-option"); rc == 0 || e == "" {
+	_, out, _ = call("pvperf", "send_lat", "-h")
+	if !strings.HasPrefix(out, "Usage:\n  pvperf send_lat            start a server") {
+		t.Errorf("pvperf send_lat -h does not name itself:\n%s", out)
+	}
+	if rc, _, e := call("pvperf", "write_bw", "--no-such-option"); rc == 0 || !strings.HasPrefix(e, "pvperf write_bw: unrecognized option '--no-such-option'\n") {
 		t.Errorf("bad option: exit %d, stderr %q", rc, e)
 	}
 	if rc, o, e := call("pvperf", "cm_setup", "-V"); rc != 0 || !strings.HasPrefix(o, "cm_setup (pvperf) ") {

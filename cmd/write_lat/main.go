@@ -7,5 +7,5 @@ import (
 )
 
 func main() {
-	os.Exit(cli.Main("write_lat", os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(cli.MainAs("write_lat", os.Args[0], os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -29,14 +29,24 @@ var Version = "devel"
 // run ends with a message; a second one kills the process, and so does the
 // end of interrupt.Grace (exit status 1) if the run is still not done.
 func Main(test string, args []string, stdout, stderr io.Writer) int {
+	return MainAs(test, test, args, stdout, stderr)
+}
+
+// MainAs is Main for a program invoked as prog (its argv[0]: the usage
+// text and the option parser's messages name it, as perftest's do).
+func MainAs(test, prog string, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interrupt.Context(test, interrupt.Grace, stderr)
 	defer stop()
-	return MainContext(ctx, test, args, stdout, stderr)
+	return mainContext(ctx, test, prog, args, stdout, stderr)
 }
 
 // MainContext is Main with the caller's context.
 func MainContext(ctx context.Context, test string, args []string, stdout, stderr io.Writer) int {
-	cfg, err := Parse(test, args, stdout, stderr)
+	return mainContext(ctx, test, test, args, stdout, stderr)
+}
+
+func mainContext(ctx context.Context, test, prog string, args []string, stdout, stderr io.Writer) int {
+	cfg, err := ParseAs(test, prog, args, stdout, stderr)
 	if err != nil {
 		var f *Failure
 		if !errors.As(err, &f) && !errors.Is(err, ErrHelp) && !errors.Is(err, ErrVersion) {

@@ -27,11 +27,20 @@ const defaultJSONFile = "perftest_out.json"
 // every outcome after which perftest exits: ErrHelp, ErrVersion, or a
 // *Failure (which wraps ErrUsage). It does not touch any device.
 func Parse(test string, args []string, stdout, stderr io.Writer) (bench.Config, error) {
+	return ParseAs(test, test, args, stdout, stderr)
+}
+
+// ParseAs is Parse for a program invoked as prog (its argv[0], which
+// perftest's usage text and getopt's messages name).
+func ParseAs(test, prog string, args []string, stdout, stderr io.Writer) (bench.Config, error) {
 	spec, ok := lookupTest(test)
 	if !ok {
 		return bench.Config{}, fmt.Errorf("cli: unknown test %q (want one of %s)", test, strings.Join(Tests(), ", "))
 	}
-	p := newParser(spec, test, stdout, stderr)
+	if prog == "" {
+		prog = test
+	}
+	p := newParser(spec, prog, stdout, stderr)
 	err := p.parse(args)
 	var f *Failure
 	if errors.As(err, &f) && f.Parser {

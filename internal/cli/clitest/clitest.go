@@ -44,22 +44,25 @@ func Run(t *testing.T, args ...string) (stdout, stderr string, status int) {
 
 // ExitStatus checks a perftest test command (name is "write_bw", ...) on
 // command lines that end before the benchmark, as perftest's users run
-// them: -V and an invalid flag exit with status 1.
+// them: -V and an invalid flag exit with status 1; the usage text and the
+// parser's message name the program as it was invoked (its argv[0], here
+// the test binary's path), as perftest's do.
 func ExitStatus(t *testing.T, name string) {
 	t.Helper()
+	prog := os.Args[0]
 	for _, c := range []struct {
 		args           []string
 		stdout, stderr string // prefixes
 	}{
 		{[]string{"-V"}, "Version: 6.29 (pvperf devel)\n", ""},
-		{[]string{"--bogus-flag"}, "Usage:\n  " + name + " ", name + ": unrecognized option '--bogus-flag'\n"},
+		{[]string{"--bogus-flag"}, "Usage:\n  " + prog + "            start a server", prog + ": unrecognized option '--bogus-flag'\n"},
 	} {
 		stdout, stderr, status := Run(t, c.args...)
 		if status != 1 {
-			t.Errorf("%v: exit status %d, want 1", c.args, status)
+			t.Errorf("%s %v: exit status %d, want 1", name, c.args, status)
 		}
 		if !strings.HasPrefix(stdout, c.stdout) || !strings.HasPrefix(stderr, c.stderr) {
-			t.Errorf("%v: stdout %q, stderr %q", c.args, stdout, stderr)
+			t.Errorf("%s %v: stdout %q, stderr %q", name, c.args, stdout, stderr)
 		}
 	}
 }
