@@ -166,6 +166,12 @@ func buildCharts(runs []Run) []chartSpec {
 			c := chartSpec{title: chartTitle(lat, p.name+" latency"), ylabel: p.name + " latency [µs]", ymode: yAuto}
 			for i, cr := range lat {
 				c.series = append(c.series, runSeries(cr.run, labels[i], p.get))
+				// t_typical, which the fit is of, is the median.
+				if f := cr.run.Fit; p.name == "p50" && f != nil && f.Metric == "typical_us" {
+					c.series = append(c.series, fitSeries(cr.run, labels[i]+" Hockney fit of t_typical", func(n float64) float64 {
+						return f.Model().Time(n) * 1e6
+					}))
+				}
 			}
 			charts = append(charts, c)
 		}

@@ -252,6 +252,17 @@ func TestHTMLFitAndDistribution(t *testing.T) {
 			t.Errorf("no %q in the page", want)
 		}
 	}
+	// Overlaid with another latency run, each fit is drawn on the p50
+	// chart (t_typical is the median).
+	r2 := r
+	r2.Info.Device = "emu1"
+	b.Reset()
+	if err := WriteHTML(&b, []Run{r, r2}); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(b.String(), " Hockney fit of t_typical"); n < 2 {
+		t.Errorf("%d fits named in the overlay, want one per run", n)
+	}
 }
 
 // TestAttachCPU: rows get this side's and the peer's CPU by size; a side
