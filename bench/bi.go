@@ -43,6 +43,7 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, m *msgPlan, peak, ser
 	step, wrap := m.step, m.wrap
 	imm := cfg.Verb == perftest.SendImm || cfg.Verb == perftest.WriteImm
 	var totS, totC, totR uint64
+	var sentCQ uint64 // cq_mod per send completion, for the intervals
 	ended := func() bool { return duration && dc != nil && dc.state.Load() == stateEnd }
 	sampling := func() bool { return duration && dc != nil && dc.state.Load() == stateSample }
 	st := stall{turn: e.turn, ctx: ctx}
@@ -107,9 +108,6 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, m *msgPlan, peak, ser
 				return sm, err
 			}
 		}
-		if dc != nil && e.tick != nil {
-			dc.count.Store(totR)
-		}
 		nr := ne
 		ne, err = e.scq.Poll(swc)
 		if err != nil {
@@ -140,9 +138,16 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, m *msgPlan, peak, ser
 			if peak && !duration {
 				sm.completedAt(totC, tot)
 			}
+			sentCQ += cqMod
 			if sampling() {
 				sm.iters += cqMod
 			}
+		}
+		if dc != nil && e.tick != nil {
+			// The intervals count as the row does (perftest's
+			// run_iter_bi): messages received, and cq_mod for each
+			// send completion.
+			dc.count.Store(totR + sentCQ)
 		}
 	}
 	if err := ctx.Err(); err != nil {

@@ -67,9 +67,22 @@ func TestIntervals(t *testing.T) {
 		t.Skip("duration runs take seconds")
 	}
 	dev := device(t, emu.ProfileUnrestricted, 2)
-	for _, test := range []perftest.TestKind{perftest.Bandwidth, perftest.Latency} {
-		t.Run(test.String(), func(t *testing.T) {
-			c := testConfig(test, perftest.Write)
+	for _, tc := range []struct {
+		name string
+		test perftest.TestKind
+		verb perftest.Verb
+		bi   bool
+	}{
+		{"write_bw", perftest.Bandwidth, perftest.Write, false},
+		{"write_lat", perftest.Latency, perftest.Write, false},
+		// Both directions: the row counts messages received and
+		// cq_mod per send completion, and so must the seconds.
+		{"send_bw_b", perftest.Bandwidth, perftest.Send, true},
+	} {
+		test := tc.test
+		t.Run(tc.name, func(t *testing.T) {
+			c := testConfig(test, tc.verb)
+			c.Bidirectional = tc.bi
 			c.Duration, c.Margin, c.Extras = 3, 1, true
 			c.IntervalJSON = filepath.Join(t.TempDir(), "iv.json")
 			out := runLoop(t, dev, c)

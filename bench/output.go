@@ -116,34 +116,67 @@ func (cfg *Config) outputs() [][2]string {
 }
 
 // checkOutputs tells, before the test runs, that an output file could not
-// be written: its directory refuses a new file (writeFile writes one
-// beside it), or it is a directory. Files that are not regular (a pipe,
-// /dev/stdout) are written in place and not opened before.
+// be written, as writeFile will write it: a regular file (or a new one)
+// through a new file beside it, whose directory must take it; a link's
+// target in place, which must open for writing (or, missing, be creatable
+// in its directory); not a directory. Other files (a pipe, /dev/stdout)
+// are not opened before: opening a pipe would wait for its reader.
 func checkOutputs(cfg *Config) error {
 	for _, o := range cfg.outputs() {
 		name, format := o[0], o[1]
-		fi, err := os.Lstat(name)
-		switch {
-		case err == nil && fi.IsDir():
-			err = fmt.Errorf("%s: is a directory", name)
-		case err == nil && !fi.Mode().IsRegular():
-			continue
-		default:
-			var f *os.File
-			dir, base := filepath.Split(name)
-			if dir == "" {
-				dir = "."
-			}
-			if f, err = os.CreateTemp(dir, "."+base+".*.tmp"); err == nil {
-				f.Close()
-				_ = os.Remove(f.Name())
-			}
-		}
-		if err != nil {
+		if err := checkOutput(name); err != nil {
 			return fail(err, fmt.Sprintf(" Couldn't open %s output file %s: %v\n", format, name, err))
 		}
 	}
 	return nil
+}
+
+func checkOutput(name string) error {
+	fi, err := os.Lstat(name)
+	if err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		t, terr := os.Stat(name)
+		switch {
+		case terr == nil && t.IsDir():
+			return fmt.Errorf("%s: is a directory", name)
+		case terr == nil && t.Mode().IsRegular():
+			f, err := os.OpenFile(name, os.O_WRONLY, 0)
+			if err == nil {
+				f.Close()
+			}
+			return err
+		case terr == nil:
+			return nil
+		}
+		target, err := os.Readlink(name)
+		if err != nil {
+			return err
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(name), target)
+		}
+		return checkNewFile(target)
+	}
+	switch {
+	case err == nil && fi.IsDir():
+		return fmt.Errorf("%s: is a directory", name)
+	case err == nil && !fi.Mode().IsRegular():
+		return nil
+	}
+	return checkNewFile(name)
+}
+
+// checkNewFile tells whether a file can be created beside name.
+func checkNewFile(name string) error {
+	dir, base := filepath.Split(name)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // writeFile writes name with write, in perftest's words when that fails.
@@ -229,8 +262,6 @@ func (s *session) checkLimits() error {
 // writeLastRow prints the row just recorded.
 func (s *session) writeLastRow() { _ = s.rec.WriteRow(s.out, &s.ti, s.rec.Len()-1) }
 
-// results is the run in pvperf's results model, its rows taken from the
-// record.
 // firstLine is err's text up to its first line break, for a file's
 // "incomplete" field.
 func firstLine(err error) string {
@@ -238,6 +269,8 @@ func firstLine(err error) string {
 	return l
 }
 
+// results is the run in pvperf's results model, its rows taken from the
+// record.
 func (s *session) results() reports.Run {
 	run := reports.Run{Info: s.info, Results: s.rec.Results(s.cfg.ReportGbits, reports.Nanoseconds), Repeats: s.repeats, Incomplete: s.incomplete}
 	run.AttachCPU(s.cpu, s.peerCPU)

@@ -115,6 +115,9 @@ type durationClock struct {
 	t0       time.Time
 	switches chan phaseSwitch
 	firstDue time.Duration
+	// endAt is when the run ended (since t0; 0: not yet), for the last
+	// interval, which the ticks may reach late.
+	endAt atomic.Int64
 }
 
 // phaseSwitch is a switch of a duration run's state: when (since the
@@ -215,6 +218,7 @@ func startDuration(ctx context.Context, duration, margin int, tick func(interval
 	}
 	go func() {
 		defer close(phases)
+		defer func() { d.endAt.Store(int64(time.Since(d.t0))) }()
 		// A cancelled context (the peer vanished, or the caller gave up)
 		// ends the test at once: the loops see stateEnd and return.
 		sleep := func(s int) bool {
@@ -310,8 +314,12 @@ func (d *durationClock) ticks(phases <-chan struct{}, tick func(interval)) {
 			for len(d.switches) > 0 {
 				switched(<-d.switches)
 			}
-			if !d.whole && time.Since(d.t0)-last > 2*slack {
-				report(time.Since(d.t0), d.count.Load())
+			end := time.Duration(d.endAt.Load())
+			if end == 0 {
+				end = time.Since(d.t0)
+			}
+			if !d.whole && end-last > 2*slack {
+				report(end, d.count.Load())
 			}
 			return
 		}

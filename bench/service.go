@@ -36,8 +36,10 @@ func (s *session) recordCPU(size int, span reports.CPUSpan) {
 }
 
 // keepCPU records the CPU of a loop started at m0 that returned sm: over
-// its sample window in a duration run, else over the whole loop, for
-// iters messages (the loop's count in a duration run).
+// its measurement window (a duration run's sample window, or a bandwidth
+// loop's from its first post to its last completion), else over the whole
+// loop (latency loops), for iters messages (the loop's count in a
+// duration run).
 func (s *session) keepCPU(size int, m0 cpuMark, sm samples, iters uint64) {
 	span := m0.spanTo(markCPU(), iters)
 	if sm.hasWindow {

@@ -219,7 +219,7 @@ func TestReportCommand(t *testing.T) {
 		{"empty", []string{write("empty.json", "")}, 1, "empty.json: empty input"},
 		{"malformed", []string{client, write("bad.json", "{\"pvperf\": {\"schema_version\": 1,")}, 1, "bad.json: malformed JSON: "},
 		{"perftest's JSON", []string{client, perftest}, 1, "perftest.json: no pvperf results: perftest's JSON"},
-		{"newer schema", []string{write("v2.json", `{"pvperf": {"schema_version": 2}}`), client}, 1, "v2.json: unsupported schema: schema_version 2"},
+		{"newer schema", []string{write("v3.json", `{"pvperf": {"schema_version": 3}}`), client}, 1, "v3.json: unsupported schema: schema_version 3"},
 		{"no results", []string{write("none.json", `{"pvperf": {"schema_version": 1, "info": {"test": "write_bw", "kind": "bw"}, "results": []}}`)}, 1, "none.json: no results"},
 		{"no files", nil, 2, "report: no result files given"},
 		{"bad flag", []string{"--pdf", "x.pdf", client}, 2, "unknown flag: --pdf"},
@@ -256,10 +256,15 @@ func TestOutputFileChecked(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	dangling := filepath.Join(dir, "dangling.csv")
+	if err := os.Symlink(filepath.Join(dir, "no", "x.csv"), dangling); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"--out_csv", dangling}, " Couldn't open CSV output file " + dangling},
 		{[]string{"--out_html", filepath.Join(dir, "no", "x.html")}, " Couldn't open HTML output file " + filepath.Join(dir, "no", "x.html")},
 		{[]string{"--out_csv", dir}, " Couldn't open CSV output file " + dir + ": " + dir + ": is a directory"},
 		{[]string{"--out_json", "--out_json_file", filepath.Join(dir, "no", "x.json")}, " Couldn't open JSON output file"},

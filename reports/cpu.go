@@ -42,11 +42,25 @@ func (c CPUSpan) usPerMsg() Num {
 	return Num(c.CPUSeconds * 1e6 / float64(c.Messages))
 }
 
+// over is the span c of a side that counted no messages, carried over
+// the window and messages of w, the other side's: its CPU use is kept.
+func (c CPUSpan) over(w CPUSpan) CPUSpan {
+	if c.WallSeconds > 0 && w.WallSeconds > 0 {
+		c.CPUSeconds *= w.WallSeconds / c.WallSeconds
+		c.WallSeconds = w.WallSeconds
+	}
+	c.Messages = w.Messages
+	return c
+}
+
 // AttachCPU sets the CPU statistics of the run's rows from this side's
 // spans and the peer's (either may lack a size), by message size. A
 // span's messages count for both sides: the peer's CPU per message is per
 // message this side measured when the peer counted none (a WRITE or READ
-// server).
+// server). Such a side measured over its whole wait, which is longer than
+// the window of the messages (the margins of -D, the setup): its CPU use
+// is taken as steady over its wait, and its CPU per message is that use
+// over the other side's window, per message of it.
 func (r *Run) AttachCPU(local, remote []CPUSpan) {
 	find := func(spans []CPUSpan, size uint64) (CPUSpan, bool) {
 		for _, s := range spans {
@@ -65,10 +79,10 @@ func (r *Run) AttachCPU(local, remote []CPUSpan) {
 		}
 		st := &CPUStats{LocalPercent: NaN, LocalUsPerMsg: NaN, RemotePercent: NaN, RemoteUsPerMsg: NaN}
 		if lok && l.Messages == 0 && mok {
-			l.Messages = m.Messages
+			l = l.over(m)
 		}
 		if mok && m.Messages == 0 && lok {
-			m.Messages = l.Messages
+			m = m.over(l)
 		}
 		if lok {
 			st.LocalPercent, st.LocalUsPerMsg = l.percent(), l.usPerMsg()

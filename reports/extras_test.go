@@ -266,13 +266,15 @@ func TestHTMLFitAndDistribution(t *testing.T) {
 }
 
 // TestAttachCPU: rows get this side's and the peer's CPU by size; a side
-// that counted no messages (a WRITE server) takes the other's count.
+// that counted no messages (a WRITE server) takes the other's count, over
+// the other's window: at 25% of a CPU, 0.25 s of its 1 s wait, it spent
+// 0.5 s over the other side's 2 s, 500 µs for each of its 1000 messages.
 func TestAttachCPU(t *testing.T) {
 	r := Run{Results: []Result{{Side: SideLocal, Size: 2}, {Side: SideLocal, Size: 64}, {Side: SideLocal, Size: 128}}}
 	r.AttachCPU([]CPUSpan{{Size: 2, CPUSeconds: 1, WallSeconds: 2, Messages: 1000}, {Size: 64, CPUSeconds: 0.5, WallSeconds: 1}},
 		[]CPUSpan{{Size: 2, CPUSeconds: 0.25, WallSeconds: 1, Messages: 0}, {Size: 64, CPUSeconds: 0.1, WallSeconds: 1, Messages: 100}})
 	c := r.Results[0].CPU
-	if c == nil || c.LocalPercent != 50 || c.LocalUsPerMsg != 1000 || c.RemotePercent != 25 || c.RemoteUsPerMsg != 250 {
+	if c == nil || c.LocalPercent != 50 || c.LocalUsPerMsg != 1000 || c.RemotePercent != 25 || c.RemoteUsPerMsg != 500 {
 		t.Errorf("size 2: %+v", c)
 	}
 	c = r.Results[1].CPU
@@ -283,7 +285,7 @@ func TestAttachCPU(t *testing.T) {
 		t.Errorf("size 128: %+v", r.Results[2].CPU)
 	}
 	var b bytes.Buffer
-	if err := WriteCPU(&b, r.Results); err != nil || !strings.Contains(b.String(), " 2                 50.00        25.00          1000.0000           250.0000\n") {
+	if err := WriteCPU(&b, r.Results); err != nil || !strings.Contains(b.String(), " 2                 50.00        25.00          1000.0000           500.0000\n") {
 		t.Errorf("%q %v", b.String(), err)
 	}
 }

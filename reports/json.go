@@ -248,7 +248,7 @@ func JSON(ti *TestInfo, rec *Record, run *Run) (string, error) {
 		case row.bw != nil && row.both:
 			// perftest's --report-both prints the local row, then the
 			// remote one, each rewriting the file.
-			last = bwJSON(ti, NewBWRow(ti, *row.remote, nil))
+			last = bwJSON(ti, NewBWRow(ti, remoteAsPrinted(*row.bw, *row.remote), nil))
 		case row.bw != nil:
 			last = bwJSON(ti, NewBWRow(ti, *row.bw, row.remote))
 		case row.lat != nil:

@@ -270,11 +270,12 @@ func TestUnmeasuredPeak(t *testing.T) {
 
 // TestJSONBidirectional: perftest's file holds a bidirectional run's
 // summed row, or with --report-both (the local, then the remote row
-// printed after it) the remote row.
+// printed after it) the remote row, with this side's CPU_util, as
+// perftest prints every row.
 func TestJSONBidirectional(t *testing.T) {
 	ti := jsonRXE(perftest.Write, perftest.Bandwidth)
-	ti.Duplex = true
-	avg := func(r *Record) any {
+	ti.Duplex, ti.CPUUtil = true, true
+	results := func(r *Record) map[string]any {
 		out, _ := JSON(&ti, r, nil)
 		var doc struct {
 			Results map[string]any `json:"results"`
@@ -282,15 +283,22 @@ func TestJSONBidirectional(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &doc); err != nil {
 			t.Fatal(err)
 		}
-		return doc.Results["BW_average"]
+		return doc.Results
 	}
+	local, remote := bw(65536, 10, 0, 100, 0.25), bw(65536, 10, 0, 40, 0.25)
+	local.CPUUtil = 12.5
 	var r Record
-	r.AddBidirectionalBW(bw(65536, 10, 0, 100, 0.25), bw(65536, 10, 0, 40, 0.25))
-	if got := avg(&r); got != 140.0 {
-		t.Errorf("-b: BW_average %v, want the sum 140", got)
+	r.AddBidirectionalBW(local, remote)
+	if got := results(&r); got["BW_average"] != 140.0 || got["CPU_util"] != 12.5 {
+		t.Errorf("-b: %v, want the sum 140 and CPU_util 12.5", got)
 	}
 	r.PrintedBoth()
-	if got := avg(&r); got != 40.0 {
-		t.Errorf("-b --report-both: BW_average %v, want the remote 40", got)
+	if got := results(&r); got["BW_average"] != 40.0 || got["CPU_util"] != 12.5 {
+		t.Errorf("-b --report-both: %v, want the remote 40 and this side's CPU_util 12.5", got)
+	}
+	var b strings.Builder
+	_ = WriteBWReportBoth(&b, &ti, local, remote)
+	if !strings.Contains(b.String(), " Remote results: ") || strings.Count(b.String(), "12.50") != 2 {
+		t.Errorf("--report-both block: both rows must have this side's CPU_Util:\n%s", b.String())
 	}
 }

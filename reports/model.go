@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"strconv"
 	"time"
 
@@ -23,8 +24,13 @@ import (
 
 // SchemaVersion is the version of the "pvperf" object of the JSON file.
 // It changes when a key is removed or changes meaning; adding keys does
-// not change it.
-const SchemaVersion = 1
+// not change it. Version 2: stdev_us is the samples' standard deviation
+// (in version 1, perftest's t_stdev, each deviation truncated to a whole
+// microsecond). ParseRun reads MinSchemaVersion to SchemaVersion.
+const (
+	SchemaVersion    = 2
+	MinSchemaVersion = 1
+)
 
 // Sides of a result row.
 const (
@@ -355,6 +361,9 @@ func Merge(runs []Run) []Run {
 			if sameSetup(&out[i].Info, &r.Info) && !sizesOverlap(&out[i], &r) {
 				out[i].Results = append(slices.Clip(out[i].Results), r.Results...)
 				slices.SortStableFunc(out[i].Results, func(a, b Result) int { return cmp.Compare(a.Size, b.Size) })
+				if r.Incomplete != "" {
+					out[i].Incomplete = strings.TrimPrefix(out[i].Incomplete+"; "+r.Incomplete, "; ")
+				}
 				parts[i]++
 				merged = true
 				break

@@ -173,7 +173,9 @@ func SummarizeRepeats(runs []Run, level float64, resamples int, target float64) 
 				// One value has no interval (a bootstrap of it
 				// would be that value alone) and no spread.
 				row.CILow, row.CIHigh, row.HalfWidthPercent, row.Stdev = NaN, NaN, NaN, NaN
-				rep.Converged = false
+				if mi == 0 {
+					rep.Converged = false
+				}
 			}
 			if primary && !(float64(row.HalfWidthPercent) <= target) {
 				rep.Converged = false

@@ -93,8 +93,8 @@ func ParseRun(data []byte, source string) (Run, error) {
 	if version.SchemaVersion == nil {
 		return fail(ErrSchema, "\"pvperf\" has no schema_version")
 	}
-	if v := *version.SchemaVersion; v != SchemaVersion {
-		return fail(ErrSchema, "schema_version %d, this pvperf reads %d", v, SchemaVersion)
+	if v := *version.SchemaVersion; v < MinSchemaVersion || v > SchemaVersion {
+		return fail(ErrSchema, "schema_version %d, this pvperf reads %d to %d", v, MinSchemaVersion, SchemaVersion)
 	}
 	var env runEnvelope
 	dec := json.NewDecoder(bytes.NewReader(raw))

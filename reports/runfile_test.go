@@ -196,7 +196,8 @@ func TestParseRunErrors(t *testing.T) {
 		{"perftest", `{"test_info": {"test": "RDMA_Write_BW_Test"}, "results": {"MsgSize": 2}}`, ErrNoRun, "written by perftest"},
 		{"other", `{"a": 1}`, ErrNoRun, "no \"pvperf\" object"},
 		{"no version", `{"pvperf": {"info": {}}}`, ErrSchema, "no schema_version"},
-		{"version 2", `{"pvperf": {"schema_version": 2}}`, ErrSchema, "schema_version 2, this pvperf reads 1"},
+		{"version 3", `{"pvperf": {"schema_version": 3}}`, ErrSchema, "schema_version 3, this pvperf reads 1 to 2"},
+		{"version 0", `{"pvperf": {"schema_version": 0}}`, ErrSchema, "schema_version 0, this pvperf reads 1 to 2"},
 		{"wrong type", `{"pvperf": {"schema_version": 1, "info": {"test": "w", "kind": "bw"}, "results": [{"side": "local", "msg_size_bytes": "big", "bw": {}}]}}`,
 			ErrMalformed, "results.msg_size_bytes: JSON string where uint64 is expected"},
 		{"bad kind", `{"pvperf": {"schema_version": 1, "info": {"test": "w", "kind": "fast"}}}`, ErrSchema, `info.kind "fast"`},
@@ -296,6 +297,11 @@ func TestMerge(t *testing.T) {
 	}
 	if len(parts[3].Results) != 1 {
 		t.Errorf("Merge changed its input: %d rows", len(parts[3].Results))
+	}
+	// A part that stopped early keeps saying so in the merged run.
+	parts[5].Incomplete, parts[9].Incomplete = "interrupted by SIGINT", "peer lost"
+	if m := Merge(parts); len(m) != 1 || m[0].Incomplete != "interrupted by SIGINT; peer lost" {
+		t.Errorf("merged incomplete parts: %d runs, %q", len(m), m[0].Incomplete)
 	}
 }
 

@@ -370,6 +370,14 @@ func WriteBWReport(w io.Writer, ti *TestInfo, local BWResult, remote *BWResult) 
 	return writeString(w, BWReport(ti, local, remote))
 }
 
+// remoteAsPrinted is the peer's row as perftest prints it after its own:
+// with this side's CPU_Util, which perftest's print_full_bw_report takes
+// from its own parameters for every row.
+func remoteAsPrinted(local, remote BWResult) BWResult {
+	remote.CPUUtil = local.CPUUtil
+	return remote
+}
+
 // WriteBWReportBoth writes the --report-both block a bidirectional run
 // prints after its summed row: RESULT_LINE, "\n Local results: \n",
 // RESULT_LINE, the column header, the local row, RESULT_LINE,
@@ -387,7 +395,7 @@ func WriteBWReportBoth(w io.Writer, ti *TestInfo, local, remote BWResult) error 
 	b.WriteString(ResultLine + lt + ResultLine + cols)
 	b.WriteString(BWReport(ti, local, nil))
 	b.WriteString(ResultLine + rt + ResultLine + cols)
-	b.WriteString(BWReport(ti, remote, nil))
+	b.WriteString(BWReport(ti, remoteAsPrinted(local, remote), nil))
 	return writeString(w, b.String())
 }
 

@@ -125,7 +125,7 @@ func clash(outputs map[string]string, inputs []string) string {
 	for i, o := range opts {
 		for _, in := range inputs {
 			if sameFile(outputs[o], in) {
-				return fmt.Sprintf("%s %s is also an input: writing it would replace the results it reads", o, outputs[o])
+				return fmt.Sprintf("%s %s is also an input: give the report a name of its own", o, outputs[o])
 			}
 		}
 		for _, p := range opts[i+1:] {
