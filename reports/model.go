@@ -8,8 +8,8 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pvperf/pvperf/perftest"
