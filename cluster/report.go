@@ -185,7 +185,7 @@ func (th Thresholds) judge(v, median float64, m Metric) string {
 			a, b := distinct(v, th.MinBW)
 			return fmt.Sprintf("%s %s below --min_bw %s", a, m.Unit, b)
 		case th.MedianPct > 0 && !math.IsNaN(median) && v < median*th.MedianPct/100:
-			return fmt.Sprintf("%s %s below %s%% of the median link (%s)", f(v), m.Unit, f(th.MedianPct), f(median))
+			return fmt.Sprintf("%s %s below %s%% of the median link (%s)", f(v), m.Unit, limit(th.MedianPct), f(median))
 		}
 		return ""
 	}
@@ -194,7 +194,7 @@ func (th Thresholds) judge(v, median float64, m Metric) string {
 		a, b := distinct(v, th.MaxLat)
 		return fmt.Sprintf("%s %s above --max_lat %s", a, m.Unit, b)
 	case th.MedianPct > 0 && !math.IsNaN(median) && v > median*100/th.MedianPct:
-		return fmt.Sprintf("%s %s above the median link (%s) by more than %s%% allows", f(v), m.Unit, f(median), f(th.MedianPct))
+		return fmt.Sprintf("%s %s above the median link (%s) by more than %s%% allows", f(v), m.Unit, f(median), limit(th.MedianPct))
 	}
 	return ""
 }
@@ -206,9 +206,19 @@ func distinct(a, b float64) (string, string) {
 	for prec := 2; ; prec++ {
 		x, y := strconv.FormatFloat(a, 'f', prec, 64), strconv.FormatFloat(b, 'f', prec, 64)
 		if x != y || prec >= 9 {
-			return x, y
+			return x, limit(b)
 		}
 	}
+}
+
+// limit formats a threshold as given: two decimals, or all of its digits
+// when two would change it (--max_lat 0.001 is not "0.00").
+func limit(x float64) string {
+	s := strconv.FormatFloat(x, 'f', 2, 64)
+	if v, err := strconv.ParseFloat(s, 64); err == nil && v == x {
+		return s
+	}
+	return strconv.FormatFloat(x, 'f', -1, 64)
 }
 
 // OK tells whether every link ran and passed the thresholds.
@@ -339,6 +349,9 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		c := &rows[l.Server][l.Client]
 		c.Style += ";outline:3px solid #b00;outline-offset:-3px"
 		c.Title = fmt.Sprintf("%d -> %d: %s", l.Server, l.Client, l.Err)
+		if l.Path != "" && l.Measured != nil {
+			c.Title += " (" + l.Path + ")"
+		}
 		if c.Text == "" {
 			c.Text = "✗"
 		}

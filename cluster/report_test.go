@@ -144,14 +144,24 @@ func TestReportFailedLinks(t *testing.T) {
 }
 
 // TestReportThresholdPrecision: a link just beyond a threshold is not
-// said to be at it: the figures get the decimals that tell them apart.
+// said to be at it: the figures get the decimals that tell them apart;
+// a threshold is shown as given, not rounded to 0.00.
 func TestReportThresholdPrecision(t *testing.T) {
 	lat := Metric{Name: "latency_typical", Unit: "usec"}
-	res := &Results{Members: []Member{{Rank: 0, Host: "a"}, {Rank: 1, Host: "b"}}, Rounds: 1,
-		Pairs: []PairResult{{Round: 1, Server: 0, Client: 1, Value: 0.2205}}}
-	r := NewReport("send_lat", nil, "flags", lat, Thresholds{MaxLat: 0.22}, AllPairs, res)
-	if len(r.Failing) != 1 || r.Failing[0].Err != "0.221 usec above --max_lat 0.220" {
-		t.Errorf("failing %+v", r.Failing)
+	for _, c := range []struct {
+		v, limit float64
+		want     string
+	}{
+		{0.2205, 0.22, "0.221 usec above --max_lat 0.22"},
+		{0.25, 0.001, "0.25 usec above --max_lat 0.001"},
+		{3.5, 2, "3.50 usec above --max_lat 2.00"},
+	} {
+		res := &Results{Members: []Member{{Rank: 0, Host: "a"}, {Rank: 1, Host: "b"}}, Rounds: 1,
+			Pairs: []PairResult{{Round: 1, Server: 0, Client: 1, Value: c.v}}}
+		r := NewReport("send_lat", nil, "flags", lat, Thresholds{MaxLat: c.limit}, AllPairs, res)
+		if len(r.Failing) != 1 || r.Failing[0].Err != c.want {
+			t.Errorf("%v over %v: failing %+v, want %q", c.v, c.limit, r.Failing, c.want)
+		}
 	}
 }
 
@@ -185,6 +195,13 @@ func TestReportDataPaths(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("HTML lacks %q", want)
 		}
+	}
+	// A link that ran but missed a threshold keeps its path in its
+	// tooltip (2 -> 3: 40 MiB/s, below 60).
+	b.Reset()
+	_ = NewReport("write_bw", nil, "flags", bw, Thresholds{MinBW: 60}, AllPairs, res).WriteHTML(&b)
+	if !strings.Contains(b.String(), `title="2 -&gt; 3: 40.00 MiB/s below --min_bw 60.00 (memory copy (emulated device))"`) {
+		t.Errorf("the failing link's tooltip has no data path")
 	}
 	b.Reset()
 	_ = NewReport("write_bw", nil, "flags", bw, Thresholds{}, AllPairs, results()).WriteText(&b)

@@ -53,3 +53,33 @@ func TestCompare(t *testing.T) {
 		t.Errorf("JSON %s", b)
 	}
 }
+
+// TestCompareDuration: with -D the values are the result row's, not the
+// seconds pvperf prints before it (a BW average, not the message size),
+// and two commands that run different tests are refused.
+func TestCompareDuration(t *testing.T) {
+	pv := filepath.Join(binDir, "pvperf")
+	port := strconv.Itoa(freePort(t))
+	js := filepath.Join(t.TempDir(), "cmp.json")
+	out, err := exec.Command(pv, "compare", "--rounds", "2", "--json", js, pv+" write_bw", filepath.Join(binDir, "write_bw"),
+		"--", "-d", "emu0", "-D", "1", "-s", "4096", "-p", port).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var r struct {
+		Base []float64 `json:"base_values"`
+	}
+	if b, err := os.ReadFile(js); err != nil || json.Unmarshal(b, &r) != nil || len(r.Base) != 2 {
+		t.Fatalf("JSON (%v): %+v", err, r)
+	}
+	for _, v := range r.Base {
+		if v == 4096 {
+			t.Errorf("a value is the message size: %v\n%s", r.Base, out)
+		}
+	}
+	out, err = exec.Command(pv, "compare", "--rounds", "2", filepath.Join(binDir, "write_bw"), filepath.Join(binDir, "send_lat"),
+		"--", "-d", "emu0", "-n", "100", "-p", port).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "the two commands print different results") {
+		t.Errorf("different tests: %v\n%s", err, out)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -139,7 +140,7 @@ func parse(args []string, stdout, stderr io.Writer) (o options, code int, ok boo
 	switch {
 	case fs.NArg() == 0:
 		return fail("no test: name one of %s", strings.Join(cli.Tests(), ", "))
-	case o.minBW < 0 || o.maxLat < 0 || o.medianPct < 0 || o.medianPct > 100:
+	case !finite(o.minBW) || !finite(o.maxLat) || !finite(o.medianPct) || o.minBW < 0 || o.maxLat < 0 || o.medianPct < 0 || o.medianPct > 100:
 		return fail("thresholds: --min_bw %v, --max_lat %v, --below_median %v: not negative, and a percentage at most 100", o.minBW, o.maxLat, o.medianPct)
 	case o.pairTimeout <= 0 || o.rdvTimeout <= 0:
 		return fail("timeouts must be positive")
@@ -575,6 +576,9 @@ func writeFile(name string, write func(io.Writer) error) error {
 	}
 	return nil
 }
+
+// finite tells that x is a number, not NaN or an infinity.
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // checkWritable tells whether the file name ("" none) can be written: a
 // file that did not exist is created to find out, then removed.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -169,6 +170,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 			order = [2]int{1, 0}
 		}
 		var got, wall [2]float64
+		var labels [2]string
 		usable := true
 		for _, i := range order {
 			t0 := time.Now()
@@ -186,9 +188,15 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", r, names[i], err)
 			}
-			got[i], label = v, l
+			got[i], labels[i], label = v, l, l
+		}
+		if labels[0] != "" && labels[1] != "" && labels[0] != labels[1] {
+			return fmt.Errorf("round %d: the two commands print different results (%s: %s, %s: %s): compare runs of one test", r, names[0], labels[0], names[1], labels[1])
 		}
 		if !usable {
+			if done == 0 && r >= o.rounds {
+				return fmt.Errorf("the first %d rounds gave no usable value (see above)", r)
+			}
 			continue
 		}
 		done++
@@ -375,15 +383,27 @@ func lastLines(s string) string {
 // errUnusable: the result row has no usable value where the metric is.
 var errUnusable = errors.New("no usable value")
 
+// intervalLine is a line of pvperf's per-second results of a -D run
+// ("   0.00-  1.00 sec  65536  815872 messages ..."), printed between the
+// column header and the result row.
+var intervalLine = regexp.MustCompile(`^\s*[0-9]+\.[0-9]+-\s*[0-9]+\.[0-9]+ sec `)
+
 // value finds the metric in the first result row of a perftest text and
 // returns it with its column's name.
 func value(out, metric string) (float64, string, error) {
 	lines := strings.Split(out, "\n")
 	for i, l := range lines {
-		if !strings.Contains(l, "#bytes") || i+1 >= len(lines) {
+		if !strings.Contains(l, "#bytes") {
 			continue
 		}
-		row := strings.Fields(lines[i+1])
+		j := i + 1
+		for j < len(lines) && intervalLine.MatchString(lines[j]) {
+			j++
+		}
+		if j >= len(lines) {
+			continue
+		}
+		row := strings.Fields(lines[j])
 		if len(row) < 3 {
 			continue
 		}
@@ -425,11 +445,11 @@ func value(out, metric string) (float64, string, error) {
 			continue
 		}
 		if col >= len(row) {
-			return 0, "", fmt.Errorf("short result row %q", lines[i+1])
+			return 0, "", fmt.Errorf("short result row %q", lines[j])
 		}
 		v, err := strconv.ParseFloat(row[col], 64)
 		if err != nil || !(v > 0) || v > 1e300 {
-			return 0, "", fmt.Errorf("%w: %s in %q", errUnusable, label, lines[i+1])
+			return 0, "", fmt.Errorf("%w: %s in %q", errUnusable, label, lines[j])
 		}
 		return v, label, nil
 	}

@@ -22,6 +22,16 @@ const (
 	durText = ` #bytes        #iterations       t_avg[usec]    tps     
  2             2302411          0.65                1534936.52
 `
+	// pvperf's -D output: a line per second before the result row.
+	bwDurText = ` #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]
+   0.00-  1.00 sec  4096          14496400 messages      56626.56 MiB/sec   14.496400 Mpps
+   1.00-  2.00 sec  4096          14400000 messages      56250.00 MiB/sec   14.400000 Mpps  (margin, not measured)
+ 4096       14496400         0.00               56626.56		     14.496400
+`
+	latDurText = ` #bytes        #iterations       t_avg[usec]    tps     
+   0.00-  1.00 sec  2              222039 iterations  t_avg      2.25 usec        222039 tps
+ 2             222039          2.25                444078.00
+`
 	infText = ` #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
  2       5000          0.00           inf       inf    	       inf       	-nan   		inf   		inf   
 `
@@ -39,6 +49,9 @@ func TestValue(t *testing.T) {
 		{latText, "avg", 13.70, "t_avg[usec]"},
 		{durText, "auto", 0.65, "t_avg[usec]"},
 		{durText, "tps", 1534936.52, "tps"},
+		{bwDurText, "auto", 56626.56, "BW average[MiB/sec]"},
+		{bwDurText, "rate", 14.4964, "MsgRate[Mpps]"},
+		{latDurText, "auto", 2.25, "t_avg[usec]"},
 	} {
 		v, l, err := value("header\n"+c.text, c.metric)
 		if err != nil || v != c.want || l != c.label {
@@ -109,6 +122,7 @@ func FuzzValue(f *testing.F) {
 		f.Add(s, "auto")
 	}
 	f.Add(bwText, "rate")
+	f.Add(bwDurText, "auto")
 	f.Fuzz(func(t *testing.T, text, metric string) {
 		v, label, err := value(text, metric)
 		if err == nil && (!(v > 0) || v > 1e300 || label == "") {
