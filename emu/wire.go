@@ -814,20 +814,20 @@ func (c *devContext) Transports() string {
 		return fmt.Sprintf("memory copy on this host, else RoCE v1 (Ethertype 0x8915) from %v", w.addr)
 	case w.kind == wireRoCE:
 		if cfg.Transport == TransportRoCE {
-			return fmt.Sprintf("RoCE v2 on UDP %v:%d", w.addr, roce.Port)
+			return fmt.Sprintf("RoCE v2 on UDP %v", netip.AddrPortFrom(w.addr, roce.Port))
 		}
 		if w.ln == nil {
-			return fmt.Sprintf("memory copy on this host, else RoCE v2 on UDP %v:%d (TCP %d taken: peers that fall back to TCP are not reached)", w.addr, roce.Port, roce.Port)
+			return fmt.Sprintf("memory copy on this host, else RoCE v2 on UDP %v (TCP %d taken: peers that fall back to TCP are not reached)", netip.AddrPortFrom(w.addr, roce.Port), roce.Port)
 		}
-		return fmt.Sprintf("memory copy on this host, else RoCE v2 on UDP %v:%d, or TCP with peers that fall back to it (TCP %d)", w.addr, roce.Port, roce.Port)
+		return fmt.Sprintf("memory copy on this host, else RoCE v2 on UDP %v, or TCP with peers that fall back to it (TCP %d)", netip.AddrPortFrom(w.addr, roce.Port), roce.Port)
 	}
 	if cfg.Transport == TransportTCP {
-		return fmt.Sprintf("TCP on %v:%d", w.addr, roce.Port)
+		return fmt.Sprintf("TCP on %v", netip.AddrPortFrom(w.addr, roce.Port))
 	}
 	if cfg.RoCE == 1 {
-		return fmt.Sprintf("memory copy on this host, else TCP on %v:%d (no raw Ethernet frames without CAP_NET_RAW; the peer must use TCP too)", w.addr, roce.Port)
+		return fmt.Sprintf("memory copy on this host, else TCP on %v (no raw Ethernet frames without CAP_NET_RAW; the peer must use TCP too)", netip.AddrPortFrom(w.addr, roce.Port))
 	}
-	return fmt.Sprintf("memory copy on this host, else TCP on %v:%d (UDP %d taken; an emulated peer in auto mode answers over TCP, a kernel RDMA device does not)", w.addr, roce.Port, roce.Port)
+	return fmt.Sprintf("memory copy on this host, else TCP on %v (UDP %d taken; an emulated peer in auto mode answers over TCP, a kernel RDMA device does not)", netip.AddrPortFrom(w.addr, roce.Port), roce.Port)
 }
 
 // WireCounters returns the packet counters of the context's network port

@@ -50,6 +50,10 @@ func DevInfo(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 1
 	}
+	if fs.Changed("ib-port") && *port < 1 {
+		fmt.Fprintf(stderr, "devinfo: -i %d: ports count from 1\n", *port)
+		return 1
+	}
 
 	all, err := devices.List()
 	if err != nil {

@@ -70,6 +70,11 @@ func TestDevInfo(t *testing.T) {
 	if status != 1 || !strings.Contains(errOut, "no port 2") {
 		t.Errorf("-i 2: %d %q", status, errOut)
 	}
+	for _, p := range []string{"0", "-3"} {
+		if status, out, errOut := runDevInfo(t, "-i "+p); status != 1 || out != "" || !strings.Contains(errOut, "-i "+p+": ports count from 1") {
+			t.Errorf("-i %s: %d %q %q", p, status, out, errOut)
+		}
+	}
 	status, _, errOut = runDevInfo(t, "--bogus")
 	if status != 1 || !strings.Contains(errOut, "Usage: devinfo") {
 		t.Errorf("--bogus: %d %q", status, errOut)

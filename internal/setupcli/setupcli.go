@@ -72,6 +72,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
+	for _, name := range []string{o.jsonFile, o.csvFile, o.cpuProfile} {
+		if err := checkWritable(name); err != nil {
+			// Found before the connections are measured, not after.
+			fmt.Fprintf(stderr, "%s: %v\n", Name, err)
+			return ExitUsage
+		}
+	}
 	ctx, stop := interrupt.Context(Name, interrupt.Grace, stderr)
 	defer stop()
 	if o.cpuProfile != "" {
@@ -320,6 +327,24 @@ func write(o options, results []*cmbench.Result, stdout io.Writer) error {
 		}); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkWritable tells whether the output file name ("" or "-": none) can
+// be written: opened for writing, or created (and removed again).
+func checkWritable(name string) error {
+	if name == "" || name == "-" {
+		return nil
+	}
+	_, statErr := os.Stat(name)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	if os.IsNotExist(statErr) {
+		return os.Remove(name)
 	}
 	return nil
 }

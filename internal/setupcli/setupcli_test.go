@@ -34,6 +34,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"a", "b"}, "more than one server"},
 		{[]string{"--loopback", "10.0.0.1"}, "--loopback takes no server"},
 		{[]string{"--out_json_file", "-", "--out_csv", "-", "--loopback"}, "only one output"},
+		// Before any connection is made, not after the benchmark.
+		{[]string{"--out_csv", "/nonexistent/x.csv", "--loopback"}, "/nonexistent/x.csv: no such file or directory"},
 	} {
 		rc, out, errOut := call(tc.args...)
 		if rc != ExitUsage || !strings.Contains(errOut, tc.want) || out != "" {
