@@ -106,6 +106,10 @@ func (d *Device) Open() (verbs.Context, error) {
 	di.roce = uint32(d.cfg.RoCE)
 	di.mtu = uint32(d.cfg.MTU)
 	di.ngid = uint32(len(c.gids))
+	di.netOnly = 0
+	if d.cfg.Addr.IsValid() && (d.cfg.Transport == TransportRoCE || d.cfg.Transport == TransportTCP) {
+		di.netOnly = 1
+	}
 	for i, g := range c.gids {
 		di.gids[i] = g.GID
 	}

@@ -929,7 +929,7 @@ func (q *qp) execUD(w pvrdma.SendWQE, op pvrdma.Opcode, length uint64, data []by
 	}
 	r := &q.ud
 	if q.wq != nil && q.c.dev.cfg.Transport != TransportCopy {
-		if q.c.dev.cfg.Transport != TransportAuto || !h.resolve(r, dqpn) || !route(q.dev(), av.GIDIndex, r.dev, av.DGID) {
+		if q.c.dev.cfg.Transport != TransportAuto || !h.resolve(r, dqpn) || load(&r.dev.netOnly) != 0 || !route(q.dev(), av.GIDIndex, r.dev, av.DGID) {
 			r.valid = false
 			q.sendUD(w, op, dqpn, qkey, av, length, data)
 			return ok(uint32(length))

@@ -65,7 +65,11 @@ type devInfo struct {
 	mtu  uint32 // active MTU enum
 	ngid uint32
 	gids [maxGIDs][16]byte
-	_    [240]byte
+	// netOnly is 1 for a device whose transport is forced onto the
+	// network (transport=roce or tcp): a peer in auto mode on this host
+	// then reaches it over the network too, not by memory copy.
+	netOnly uint32
+	_       [236]byte
 }
 
 // qpCtx is the device's context of one QP.

@@ -880,3 +880,39 @@ func TestWireAutoPortsTaken(t *testing.T) {
 		t.Errorf("error %q does not say who may hold the port", err)
 	}
 }
+
+// TestMixedTransportsOnOneHost: a device in auto mode facing a device of
+// this host forced onto the network (transport=roce or tcp) reaches it
+// over the network too, not by memory copy, which the forced device would
+// not read: writes both ways complete with the right bytes, and the auto
+// side's data path says which transport.
+func TestMixedTransportsOnOneHost(t *testing.T) {
+	for i, c := range []struct{ forced, want string }{{TransportRoCE, "RoCE v2, "}, {TransportTCP, "TCP, "}} {
+		t.Run(c.forced, func(t *testing.T) {
+			a := netip.AddrFrom4([4]byte{127, 0, 6, byte(40 + 2*i)})
+			x := newEndpoint(t, openWireDevice(t, a, TransportAuto), 1<<16)
+			y := newEndpoint(t, openWireDevice(t, a.Next(), c.forced), 1<<16)
+			defer x.close()
+			defer y.close()
+			if err := x.connect(y.info()); err != nil {
+				t.Fatal(err)
+			}
+			if err := y.connect(x.info()); err != nil {
+				t.Fatal(err)
+			}
+			if got := x.qp.(interface{ DataPath() string }).DataPath(); !strings.HasPrefix(got, c.want) {
+				t.Errorf("auto side's data path %q, want %q...", got, c.want)
+			}
+			for k, e := range []struct{ from, to *endpoint }{{x, y}, {y, x}} {
+				src, dst := e.from.mem.Bytes()[:4096], e.to.mem.Bytes()[:4096]
+				for j := range src {
+					src[j] = byte(j*7 + k + 1)
+				}
+				writeLoop(t, e.from, e.to.info(), 4096, 10, 4, 1)
+				if !bytes.Equal(src, dst) {
+					t.Errorf("direction %d: the bytes written did not arrive", k)
+				}
+			}
+		})
+	}
+}

@@ -995,7 +995,7 @@ func (q *qp) chooseTransport() {
 		return
 	case TransportAuto:
 		var r remote
-		if q.c.h.resolve(&r, q.attr.DestQPN) && r.ctx.typ == uint32(q.typ) &&
+		if q.c.h.resolve(&r, q.attr.DestQPN) && r.ctx.typ == uint32(q.typ) && load(&r.dev.netOnly) == 0 &&
 			route(q.dev(), q.attr.AH.GRH.SGIDIndex, r.dev, q.attr.AH.GRH.DGID) {
 			return
 		}
