@@ -256,6 +256,10 @@ func (q *qp) wireExecute() {
 		}
 		wq.inTx.Store(true)
 		q.takeACK()
+		// The ACK handed over may complete the last WQE begun before
+		// SQD: its SQ_DRAINED is raised here, as wireResponse raises
+		// that of an ACK it handles itself.
+		q.drained()
 		if s := q.state(); s != verbs.StateRTS && s != verbs.StateSQD || wq.rnrWait {
 			wq.inTx.Store(false)
 			return
