@@ -63,34 +63,27 @@ func (s *session) writeWireCounters() {
 
 // writeFiles writes --out_json, --out_csv and --out_html.
 func (s *session) writeFiles() error {
-	cfg := &s.cfg
 	run := s.results()
-	if cfg.JSON && s.rec.Len() > 0 {
-		// perftest writes its file when it prints a row: a side that
-		// prints none (the server of read_lat) writes none.
-		name := cfg.JSONFile
-		if name == "" {
-			name = "perftest_out.json"
+	for _, o := range s.cfg.outputs() {
+		name, format := o[0], o[1]
+		var write func(io.Writer) error
+		switch format {
+		case "JSON":
+			if s.rec.Len() == 0 {
+				// perftest writes its file when it prints a row: a
+				// side that prints none (the server of read_lat)
+				// writes none.
+				continue
+			}
+			write = func(w io.Writer) error { return reports.WriteJSON(w, &s.ti, &s.rec, &run) }
+		case "CSV":
+			write = func(w io.Writer) error { return reports.WriteCSV(w, []reports.Run{run}) }
+		default:
+			write = func(w io.Writer) error { return reports.WriteHTML(w, []reports.Run{run}) }
 		}
-		err := writeFile(name, "JSON", func(w io.Writer) error {
-			return reports.WriteJSON(w, &s.ti, &s.rec, &run)
-		})
-		if err != nil {
+		if err := writeFile(name, format, write); err != nil {
 			return err
 		}
-	}
-	if cfg.CSVFile != "" {
-		err := writeFile(cfg.CSVFile, "CSV", func(w io.Writer) error {
-			return reports.WriteCSV(w, []reports.Run{run})
-		})
-		if err != nil {
-			return err
-		}
-	}
-	if cfg.HTMLFile != "" {
-		return writeFile(cfg.HTMLFile, "HTML", func(w io.Writer) error {
-			return reports.WriteHTML(w, []reports.Run{run})
-		})
 	}
 	return nil
 }
