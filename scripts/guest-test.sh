@@ -393,6 +393,13 @@ step "summary"
 echo "host load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 grep -E '^ *--- (PASS|FAIL|SKIP): ' "$log" || true
 sed -n '/^PVPERF-SIDE-BEGIN/,/^PVPERF-SIDE-END/p' "$log" | sed '1d;$d'
+# What each failed check logged last, so that a failure far from here (a CI
+# log that keeps only its end) still says why.
+for failed in $(tr -d '\r' <"$log" | sed -n 's/^--- FAIL: \([A-Za-z0-9_]*\) .*/\1/p'); do
+	echo
+	echo "--- the end of what $failed logged:"
+	tr -d '\r' <"$log" | sed -n "/^=== RUN   $failed\$/,/^--- FAIL: $failed /p" | tail -n 40
+done
 status=$(sed -n 's/^PVPERF-GUEST-EXIT: \([0-9]*\).*/\1/p' "$log" | tail -n 1)
 reached=0
 if grep -q '^=== RUN' "$log"; then reached=1; fi

@@ -485,6 +485,13 @@ if [ "$reached" = 1 ]; then
 	echo "checks in L2 (the test binary's results; XFAIL: an expected failure of the device model, which passed as such):"
 	grep -E '^ *--- (PASS|FAIL|SKIP): |XFAIL: ' "$log" || true
 	sed -n '/^PVPERF-SIDE-BEGIN/,/^PVPERF-SIDE-END/p' "$log" | sed '1d;$d'
+	# What each failed check logged last, so that a CI log that keeps
+	# only its end still says why.
+	for failed in $(tr -d '\r' <"$log" | sed -n 's/^ *--- FAIL: \([A-Za-z0-9_]*\) .*/\1/p'); do
+		echo
+		echo "--- the end of what $failed logged:"
+		tr -d '\r' <"$log" | sed -n "/=== RUN   $failed\$/,/--- FAIL: $failed /p" | tail -n 40
+	done
 fi
 echo
 if [ "$serve" = 1 ]; then
