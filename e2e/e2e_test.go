@@ -88,6 +88,7 @@ type proc struct {
 	stdout, stderr bytes.Buffer
 	said           time.Time     // when stderr was first written to
 	banner         chan struct{} // closed when stdout shows the server banner
+	header         chan struct{} // closed when stdout shows the result table's header
 	row            chan struct{} // closed when stdout shows a result row
 	copied         chan struct{} // closed when stdout is drained
 }
@@ -100,7 +101,7 @@ func start(t *testing.T, ctx context.Context, name string, args ...string) *proc
 // startEnv is start with the environment environ.
 func startEnv(t *testing.T, ctx context.Context, environ []string, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{banner: make(chan struct{}), row: make(chan struct{}), copied: make(chan struct{})}
+	p := &proc{banner: make(chan struct{}), header: make(chan struct{}), row: make(chan struct{}), copied: make(chan struct{})}
 	p.cmd = exec.CommandContext(ctx, filepath.Join(binDir, name), args...)
 	p.cmd.Env = environ
 	p.cmd.Stderr = stamped{p}
@@ -114,13 +115,17 @@ func startEnv(t *testing.T, ctx context.Context, environ []string, name string, 
 	go func() {
 		defer close(p.copied)
 		r := bufio.NewReader(out)
-		seen, row := false, false
+		seen, header, row := false, false, false
 		for {
 			line, err := r.ReadString('\n')
 			p.stdout.WriteString(line)
 			if !seen && strings.Contains(line, "Waiting for client to connect") {
 				seen = true
 				close(p.banner)
+			}
+			if !header && strings.HasPrefix(line, " #bytes") {
+				header = true
+				close(p.header)
 			}
 			if f := strings.Fields(line); !row && len(f) > 2 && isNumber(f[0]) && isNumber(f[1]) {
 				row = true

@@ -96,7 +96,18 @@ func TestPeerFrozen(t *testing.T) {
 			server := start(t, ctx, c.test, append([]string{"-p", port}, c.args...)...)
 			waitListening(t, ctx, server, port)
 			client := start(t, ctx, c.test, append([]string{"-p", port}, append(c.args, "localhost")...)...)
-			time.Sleep(time.Second)
+			// The client prints its table's header once both sides
+			// have connected, before its loop: a side frozen before
+			// then would leave a server waiting for its client, as
+			// perftest's does, for ever.
+			select {
+			case <-client.header:
+			case <-client.copied:
+				t.Fatalf("the client ended before its test began:\n%s%s", client.stdout.String(), client.stderr.String())
+			case <-ctx.Done():
+				t.Fatalf("the client printed no header:\n%s%s", client.stdout.String(), client.stderr.String())
+			}
+			time.Sleep(500 * time.Millisecond)
 			victim, survivor := server, client
 			if c.freeze == "client" {
 				victim, survivor = client, server
