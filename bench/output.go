@@ -1,14 +1,15 @@
 package bench
 
 import (
-	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/pvperf/pvperf/internal/outfile"
 	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/reports"
 )
@@ -109,116 +110,34 @@ func (cfg *Config) outputs() [][2]string {
 }
 
 // checkOutputs tells, before the test runs, that an output file could not
-// be written, as writeFile will write it: a regular file (or a new one)
-// through a new file beside it, whose directory must take it; a link's
-// target in place, which must open for writing (or, missing, be creatable
-// in its directory); not a directory. Other files (a pipe, /dev/stdout)
-// are not opened before: opening a pipe would wait for its reader.
+// be written as writeFile will write it (see outfile.Check).
 func checkOutputs(cfg *Config) error {
 	for _, o := range cfg.outputs() {
 		name, format := o[0], o[1]
-		if err := checkOutput(name); err != nil {
-			return fail(err, fmt.Sprintf(" Couldn't open %s output file %s: %v\n", format, name, err))
+		if err := outfile.Check(name); err != nil {
+			return fail(err, fmt.Sprintf(" Couldn't open %s output file %s: %v\n", format, name, outfile.Cause(err)))
 		}
 	}
 	return nil
 }
 
-func checkOutput(name string) error {
-	fi, err := os.Lstat(name)
-	if err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		t, terr := os.Stat(name)
-		switch {
-		case terr == nil && t.IsDir():
-			return fmt.Errorf("%s: is a directory", name)
-		case terr == nil && t.Mode().IsRegular():
-			f, err := os.OpenFile(name, os.O_WRONLY, 0)
-			if err == nil {
-				f.Close()
-			}
-			return err
-		case terr == nil:
-			return nil
-		}
-		target, err := os.Readlink(name)
-		if err != nil {
-			return err
-		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(filepath.Dir(name), target)
-		}
-		return checkNewFile(target)
-	}
-	switch {
-	case err == nil && fi.IsDir():
-		return fmt.Errorf("%s: is a directory", name)
-	case err == nil && !fi.Mode().IsRegular():
-		return nil
-	}
-	return checkNewFile(name)
-}
-
-// checkNewFile tells whether a file can be created beside name.
-func checkNewFile(name string) error {
-	dir, base := filepath.Split(name)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
-	if err != nil {
-		return err
-	}
-	f.Close()
-	return os.Remove(f.Name())
-}
-
-// writeFile writes name with write, in perftest's words when that fails.
-// A regular file (or a new one) is written beside it and renamed over it,
-// so that a failed write leaves the previous file whole; anything else
-// (a link, a pipe, /dev/stdout) is written in place. perftest's JSON file is
-// created 0600, as perftest does; the others 0644.
+// writeFile writes name with write, in perftest's words when that fails,
+// whole or not at all (see outfile.Write). perftest's JSON file is created
+// 0600, as perftest does; the others 0644.
 func writeFile(name, format string, write func(io.Writer) error) error {
 	mode := os.FileMode(0o644)
 	if format == "JSON" {
 		mode = 0o600
 	}
-	var f *os.File
-	var err error
-	inPlace := false
-	if fi, serr := os.Lstat(name); serr == nil && !fi.Mode().IsRegular() {
-		inPlace = true
-		f, err = os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
-	} else {
-		dir, base := filepath.Split(name)
-		if dir == "" {
-			dir = "."
-		}
-		f, err = os.CreateTemp(dir, "."+base+".*.tmp")
+	err := outfile.Write(name, mode, write)
+	var pe *fs.PathError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &pe) && pe.Op == "open":
+		return fail(err, fmt.Sprintf(" Couldn't open %s output file %s: %v\n", format, name, outfile.Cause(err)))
 	}
-	if err != nil {
-		return fail(err, fmt.Sprintf(" Couldn't open %s output file %s: %v\n", format, name, err))
-	}
-	w := bufio.NewWriter(f)
-	err = write(w)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil && !inPlace {
-		err = f.Chmod(mode)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && !inPlace {
-		err = os.Rename(f.Name(), name)
-	}
-	if err != nil {
-		if !inPlace {
-			_ = os.Remove(f.Name())
-		}
-		return fail(err, fmt.Sprintf(" Couldn't write %s output file %s: %v\n", format, name, err))
-	}
-	return nil
+	return fail(err, fmt.Sprintf(" Couldn't write %s output file %s: %v\n", format, name, outfile.Cause(err)))
 }
 
 // limitRow checks a printed row, of BW average avg and message rate rate,

@@ -25,6 +25,7 @@ import (
 	"github.com/pvperf/pvperf/cluster"
 	"github.com/pvperf/pvperf/internal/cli"
 	"github.com/pvperf/pvperf/internal/interrupt"
+	"github.com/pvperf/pvperf/internal/outfile"
 	"github.com/pvperf/pvperf/launch"
 	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/reports"
@@ -254,8 +255,8 @@ func run(ctx context.Context, o options, getenv func(string) (string, bool), std
 	// The report files are written after the run: a path that cannot be
 	// written is a usage error now, not after it.
 	for _, name := range []string{o.jsonFile, o.csvFile, o.htmlFile} {
-		if err := checkWritable(name); err != nil {
-			return ExitUsage, err
+		if err := outfile.Check(name); err != nil {
+			return ExitUsage, fmt.Errorf("report file: %w", err)
 		}
 	}
 	if ln == nil {
@@ -302,7 +303,7 @@ func run(ctx context.Context, o options, getenv func(string) (string, bool), std
 		if f.name == "" {
 			continue
 		}
-		if err := writeFile(f.name, f.write); err != nil {
+		if err := outfile.Write(f.name, 0o644, f.write); err != nil {
 			return ExitFailing, err
 		}
 	}
@@ -562,38 +563,5 @@ func value(r reports.Run, m cluster.Metric) float64 {
 	return float64(v)
 }
 
-func writeFile(name string, write func(io.Writer) error) error {
-	f, err := os.Create(name)
-	if err != nil {
-		return err
-	}
-	err = write(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	return nil
-}
-
 // finite tells that x is a number, not NaN or an infinity.
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-
-// checkWritable tells whether the file name ("" none) can be written: a
-// file that did not exist is created to find out, then removed.
-func checkWritable(name string) error {
-	if name == "" {
-		return nil
-	}
-	_, statErr := os.Stat(name)
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0o644)
-	if err != nil {
-		return fmt.Errorf("report file: %w", err)
-	}
-	f.Close()
-	if os.IsNotExist(statErr) {
-		_ = os.Remove(name)
-	}
-	return nil
-}

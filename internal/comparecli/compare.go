@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/pvperf/pvperf/internal/outfile"
 	"github.com/pvperf/pvperf/reports/estimate"
 )
 
@@ -53,6 +54,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "compare: %v\n", err)
+		return 2
+	}
+	// The JSON file is written after every round: a path that cannot be
+	// written is a usage error now, not after them.
+	if err := outfile.Check(o.jsonFile); err != nil {
+		fmt.Fprintf(stderr, "compare: --json: %v\n", err)
 		return 2
 	}
 	if err := run(context.Background(), o, stdout, stderr); err != nil {
@@ -259,7 +266,10 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(o.jsonFile, append(b, '\n'), 0o644); err != nil {
+		if err := outfile.Write(o.jsonFile, 0o644, func(w io.Writer) error {
+			_, err := w.Write(append(b, '\n'))
+			return err
+		}); err != nil {
 			return err
 		}
 	}

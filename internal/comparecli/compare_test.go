@@ -100,6 +100,18 @@ func TestFailingCommand(t *testing.T) {
 	}
 }
 
+// TestJSONFileChecked: a --json file that cannot be written stops the
+// comparison before its first round (the commands would fail: /bin/false),
+// with status 2.
+func TestJSONFileChecked(t *testing.T) {
+	var out, e bytes.Buffer
+	bad := filepath.Join(t.TempDir(), "no", "such", "dir", "c.json")
+	rc := Main([]string{"--json", bad, "--rounds", "2", "--listen-timeout", "1s", "-p", "1", "/bin/false", "/bin/false"}, &out, &e)
+	if rc != 2 || !strings.Contains(e.String(), "compare: --json: open "+bad+": no such file or directory") || strings.Contains(e.String(), "round") {
+		t.Errorf("exit %d, stderr %q", rc, e.String())
+	}
+}
+
 // TestFailingCommandSaysWhy: the message of a command that fails keeps
 // its diagnostic, not only perftest's closing line after it.
 func TestFailingCommandSaysWhy(t *testing.T) {

@@ -1,11 +1,9 @@
 package reportcli
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,6 +14,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/pflag"
 
+	"github.com/pvperf/pvperf/internal/outfile"
 	"github.com/pvperf/pvperf/reports"
 )
 
@@ -173,46 +172,13 @@ func readRuns(names []string) ([]reports.Run, error) {
 }
 
 // writeOutput writes to the file name, or to stdout for "-". A file is
-// written whole or removed, so that a failed run leaves no truncated
+// written whole or not at all, so that a failed run leaves no truncated
 // report behind.
 func writeOutput(name string, stdout io.Writer, write func(io.Writer) error) error {
 	if name == "-" {
 		return write(stdout)
 	}
-	dir := filepath.Dir(name)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".*")
-	if err != nil {
-		// The temporary file's name means nothing to the user: say
-		// what went wrong with the one they gave.
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	defer os.Remove(f.Name())
-	w := bufio.NewWriter(f)
-	err = write(w)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	if err := os.Rename(f.Name(), name); err != nil {
-		var le *os.LinkError
-		if errors.As(err, &le) {
-			err = le.Err
-		}
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	return nil
+	return outfile.Write(name, 0o644, write)
 }
 
 // writeSummary prints one table row per file and size (primary rows).

@@ -23,6 +23,7 @@ import (
 	"github.com/pvperf/pvperf/devices"
 	"github.com/pvperf/pvperf/internal/cli"
 	"github.com/pvperf/pvperf/internal/interrupt"
+	"github.com/pvperf/pvperf/internal/outfile"
 )
 
 // Name is the command's name.
@@ -73,7 +74,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	for _, name := range []string{o.jsonFile, o.csvFile, o.cpuProfile} {
-		if err := checkWritable(name); err != nil {
+		if err := outfile.Check(name); err != nil {
 			// Found before the connections are measured, not after.
 			fmt.Fprintf(stderr, "%s: %v\n", Name, err)
 			return ExitUsage
@@ -331,39 +332,10 @@ func write(o options, results []*cmbench.Result, stdout io.Writer) error {
 	return nil
 }
 
-// checkWritable tells whether the output file name ("" or "-": none) can
-// be written: opened for writing, or created (and removed again).
-func checkWritable(name string) error {
-	if name == "" || name == "-" {
-		return nil
-	}
-	_, statErr := os.Stat(name)
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	f.Close()
-	if os.IsNotExist(statErr) {
-		return os.Remove(name)
-	}
-	return nil
-}
-
-// toFile runs f on file name ("-": stdout).
+// toFile runs f on file name ("-": stdout), whole or not at all.
 func toFile(name string, stdout io.Writer, f func(io.Writer) error) error {
 	if name == "-" {
 		return f(stdout)
 	}
-	file, err := os.Create(name)
-	if err != nil {
-		return err
-	}
-	err = f(file)
-	if cerr := file.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	return nil
+	return outfile.Write(name, 0o644, f)
 }
