@@ -82,6 +82,11 @@ type Results struct {
 	Pairs             []PairResult `json:"pairs"`
 	RendezvousSeconds float64      `json:"rendezvous_seconds"`
 	Seconds           float64      `json:"seconds"`
+	// Refused are the hellos rank 0 refused at a rendezvous that
+	// succeeded all the same (a rank started twice, a rank of another
+	// job), and the connections that came once every rank was in; each
+	// was told why.
+	Refused []string `json:"refused,omitempty"`
 }
 
 // peer is rank 0's connection to a rank.
@@ -121,11 +126,11 @@ func Coordinate(ctx context.Context, ln net.Listener, cfg Config) (*Results, err
 		return nil, err
 	}
 	start := time.Now()
-	peers, members, err := rendezvous(ctx, ln, cfg)
+	peers, members, refused, err := rendezvous(ctx, ln, cfg)
 	if err != nil {
 		return nil, err
 	}
-	res := &Results{Members: members, RendezvousSeconds: time.Since(start).Seconds()}
+	res := &Results{Members: members, RendezvousSeconds: time.Since(start).Seconds(), Refused: refused}
 	events := make(chan event, 2*cfg.Size)
 	done := make(chan struct{})
 	defer close(done)
@@ -173,8 +178,9 @@ func Coordinate(ctx context.Context, ln net.Listener, cfg Config) (*Results, err
 	return res, nil
 }
 
-// rendezvous waits for every rank's hello.
-func rendezvous(ctx context.Context, ln net.Listener, cfg Config) ([]*peer, []Member, error) {
+// rendezvous waits for every rank's hello. It returns, with the ranks,
+// what it refused on the way.
+func rendezvous(ctx context.Context, ln net.Listener, cfg Config) ([]*peer, []Member, []string, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.RendezvousTimeout)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
@@ -191,6 +197,15 @@ func rendezvous(ctx context.Context, ln net.Listener, cfg Config) ([]*peer, []Me
 	// every rank is in, they are closed (a port scan or a health check
 	// must not hold up the run).
 	pending := map[net.Conn]bool{}
+	// late tells a connection that came once every rank was in why it is
+	// closed: a process that says hello then (a rank started twice) must
+	// not be left with an end of file.
+	late := func(conn net.Conn, what string) {
+		refused = append(refused, fmt.Sprintf("%v: %s all %d ranks were in", conn.RemoteAddr(), what, cfg.Size))
+		_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
+		_ = write(conn, message{Type: msgAbort, Reason: fmt.Sprintf("rank 0 had all %d ranks of the run when this connection came (a rank started twice?)", cfg.Size)})
+		conn.Close()
+	}
 	deadline, _ := ctx.Deadline()
 	for {
 		conn, err := ln.Accept()
@@ -199,8 +214,8 @@ func rendezvous(ctx context.Context, ln net.Listener, cfg Config) ([]*peer, []Me
 		}
 		mu.Lock()
 		if arrived == cfg.Size {
+			late(conn, "connected once")
 			mu.Unlock()
-			conn.Close()
 			continue
 		}
 		pending[conn] = true
@@ -225,6 +240,9 @@ func rendezvous(ctx context.Context, ln net.Listener, cfg Config) ([]*peer, []Me
 			}
 			mu.Lock()
 			defer mu.Unlock()
+			if !pending[conn] {
+				return // closed by late: every rank was in
+			}
 			delete(pending, conn)
 			if why == "" && peers[m.Member.Rank] != nil {
 				why = fmt.Sprintf("rank %d arrived twice (%s from %v, and %s from %v)", m.Member.Rank,
@@ -243,15 +261,16 @@ func rendezvous(ctx context.Context, ln net.Listener, cfg Config) ([]*peer, []Me
 				close(all)
 				ln.Close()
 				for c := range pending {
-					c.Close()
+					late(c, "had said nothing when")
 				}
+				clear(pending)
 			}
 		}()
 	}
 	wg.Wait()
 	select {
 	case <-all:
-		return peers, members, nil
+		return peers, members, refused, nil
 	default:
 	}
 	var missing []string
@@ -270,7 +289,7 @@ func rendezvous(ctx context.Context, ln net.Listener, cfg Config) ([]*peer, []Me
 	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("%w: %w", err, context.Cause(ctx))
 	}
-	return nil, nil, err
+	return nil, nil, nil, err
 }
 
 // shorten lists at most n items.

@@ -80,6 +80,9 @@ type Report struct {
 	Paths             []PathCount `json:"data_paths,omitempty"`
 	RendezvousSeconds float64     `json:"rendezvous_seconds"`
 	Seconds           float64     `json:"seconds"`
+	// Refused is what rank 0 turned away at the rendezvous
+	// (Results.Refused).
+	Refused []string `json:"refused,omitempty"`
 }
 
 // PathCount is the number of links whose data path was of one kind.
@@ -107,7 +110,8 @@ func PathKind(path string) string {
 func NewReport(test string, args []string, launcher string, m Metric, th Thresholds, p Pattern, res *Results) *Report {
 	r := &Report{Schema: Schema, Test: test, Args: args, Pattern: p, Size: len(res.Members), Launcher: launcher,
 		Metric: m, Members: res.Members, Rounds: res.Rounds,
-		RendezvousSeconds: res.RendezvousSeconds, Seconds: res.Seconds, Failing: []Link{}, FailingNodes: []NodeLinks{}}
+		RendezvousSeconds: res.RendezvousSeconds, Seconds: res.Seconds, Failing: []Link{}, FailingNodes: []NodeLinks{},
+		Refused: res.Refused}
 	if th != (Thresholds{}) {
 		r.Thresholds = &th
 	}
@@ -294,6 +298,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	for _, n := range r.FailingNodes {
 		fmt.Fprintf(w, " FAILING node %d (%s): %d of its %d links\n", n.Rank, n.Host, n.Failing, n.Links)
+	}
+	for _, why := range r.Refused {
+		fmt.Fprintf(w, " refused at the rendezvous: %s\n", why)
 	}
 	_, err := fmt.Fprintf(w, " %d of %d links failing; rendezvous %.2f s, run %.2f s\n---------------------------------------------------------------------------------------\n",
 		len(r.Failing), len(r.Links), r.RendezvousSeconds, r.Seconds)

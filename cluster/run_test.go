@@ -491,8 +491,10 @@ func TestRankTwice(t *testing.T) {
 	defer cancel()
 	addr := ln.Addr().String()
 	run := make(chan error, 1)
+	var res *Results
 	go func() {
-		_, err := Coordinate(ctx, ln, cfg)
+		var err error
+		res, err = Coordinate(ctx, ln, cfg)
 		run <- err
 	}()
 	first := make(chan error, 1)
@@ -511,5 +513,56 @@ func TestRankTwice(t *testing.T) {
 	}
 	if second == nil || !strings.Contains(second.Error(), "rank 1 arrived twice (vm from 127.0.0.1:") || strings.Count(second.Error(), "127.0.0.1:") != 2 {
 		t.Errorf("the second rank 1: %v", second)
+	}
+	// Rank 0 says what it refused, though the run went on.
+	if res == nil || len(res.Refused) != 1 || !strings.Contains(res.Refused[0], "rank 1 arrived twice") {
+		t.Errorf("rank 0's refused: %q", res.Refused)
+	}
+}
+
+// TestLateConnection: a connection still without a hello when the last
+// rank arrives (a rank started twice, whose hello is on its way) is told
+// why it is closed, and rank 0 lists it.
+func TestLateConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Size: 2, Pattern: AllPairs, BasePort: 20000, RendezvousTimeout: 10 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	addr := ln.Addr().String()
+	run := make(chan error, 1)
+	var res *Results
+	go func() {
+		var err error
+		res, err = Coordinate(ctx, ln, cfg)
+		run <- err
+	}()
+	late, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	time.Sleep(100 * time.Millisecond) // accepted, pending
+	ranks := make(chan error, 2)
+	for r := range 2 {
+		go func() { ranks <- Join(ctx, addr, cfg, Member{Rank: r, Host: "vm"}, healthy(r, nil)) }()
+	}
+	_ = late.SetReadDeadline(time.Now().Add(30 * time.Second))
+	m, err := newReader(late).read()
+	if err != nil || m.Type != msgAbort || !strings.Contains(m.Reason, "rank 0 had all 2 ranks of the run when this connection came") {
+		t.Errorf("the late connection read %+v, %v", m, err)
+	}
+	for range 2 {
+		if err := <-ranks; err != nil {
+			t.Errorf("rank: %v", err)
+		}
+	}
+	if err := <-run; err != nil {
+		t.Errorf("run: %v", err)
+	}
+	if res == nil || len(res.Refused) != 1 || !strings.Contains(res.Refused[0], "had said nothing when all 2 ranks were in") {
+		t.Errorf("rank 0's refused: %q", res.Refused)
 	}
 }
