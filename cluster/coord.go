@@ -409,7 +409,9 @@ func runRound(ctx context.Context, cfg Config, r int, round []Pair, peers []*pee
 			got[i][side] = &o
 		case <-deadline.C:
 			for rank := range owed {
-				peers[rank].gone = fmt.Errorf("rank %d did not report in %v (the pair timeout and a margin)", rank, cfg.PairTimeout+pairMargin(cfg.PairTimeout))
+				// The round is named: the rank's later links,
+				// which do not run, give this as their reason.
+				peers[rank].gone = fmt.Errorf("rank %d did not report in round %d within %v (the pair timeout and a margin); given up on", rank, r+1, cfg.PairTimeout+pairMargin(cfg.PairTimeout))
 			}
 			owed = nil
 		case <-ctx.Done():

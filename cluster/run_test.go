@@ -113,6 +113,7 @@ func TestFailingRanks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
+	hung := 0 // the round rank 4 was given up in
 	for _, p := range res.Pairs {
 		involved := func(r int) bool { return p.Server == r || p.Client == r }
 		switch {
@@ -123,6 +124,20 @@ func TestFailingRanks(t *testing.T) {
 		case p.Err != "" || p.Value != float64(1000*p.Server+p.Client):
 			t.Errorf("pair %+v of healthy ranks", p)
 		}
+		if !involved(4) || involved(2) {
+			continue
+		}
+		// rank 4's later pairs, which do not run, name the round it
+		// hung in.
+		if hung == 0 {
+			hung = p.Round
+		}
+		if want := fmt.Sprintf("rank 4 did not report in round %d within", hung); !strings.Contains(p.Err, want) {
+			t.Errorf("pair %+v: the error does not say %q", p, want)
+		}
+	}
+	if hung == 0 {
+		t.Error("no pair of rank 4 alone")
 	}
 }
 
