@@ -302,8 +302,8 @@ func halfWidth(r, lo, hi float64) float64 {
 func pair(ctx context.Context, o *options, cmd []string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	var sout, cout bytes.Buffer
-	srv := command(ctx, cmd, o.args, &sout)
+	var sout, serrOut, cout, cerrOut bytes.Buffer
+	srv := command(ctx, cmd, o.args, &sout, &serrOut)
 	if err := srv.Start(); err != nil {
 		return "", fmt.Errorf("server: %w", err)
 	}
@@ -324,7 +324,7 @@ func pair(ctx context.Context, o *options, cmd []string) (string, error) {
 	for !listening(o.port) {
 		select {
 		case <-sdone:
-			return "", fmt.Errorf("server exited before listening (%v): %s", serr, lastLines(sout.String()))
+			return "", fmt.Errorf("server exited before listening (%v): %s", serr, diagnostic(&serrOut, &sout))
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -332,15 +332,15 @@ func pair(ctx context.Context, o *options, cmd []string) (string, error) {
 			return "", fmt.Errorf("server not listening on port %d after %s", o.port, o.listen)
 		}
 	}
-	cli := command(ctx, cmd, append(append([]string(nil), o.args...), o.host), &cout)
+	cli := command(ctx, cmd, append(append([]string(nil), o.args...), o.host), &cout, &cerrOut)
 	if err := cli.Run(); err != nil {
 		stopServer()
-		return "", fmt.Errorf("client: %v: %s", err, lastLines(cout.String()))
+		return "", fmt.Errorf("client: %v: %s", err, diagnostic(&cerrOut, &cout))
 	}
 	select {
 	case <-sdone:
 		if serr != nil {
-			return "", fmt.Errorf("server: %v: %s", serr, lastLines(sout.String()))
+			return "", fmt.Errorf("server: %v: %s", serr, diagnostic(&serrOut, &sout))
 		}
 	case <-time.After(10 * time.Second):
 		stopServer()
@@ -349,9 +349,9 @@ func pair(ctx context.Context, o *options, cmd []string) (string, error) {
 	return cout.String(), nil
 }
 
-func command(ctx context.Context, cmd, args []string, out *bytes.Buffer) *exec.Cmd {
+func command(ctx context.Context, cmd, args []string, stdout, stderr *bytes.Buffer) *exec.Cmd {
 	c := exec.CommandContext(ctx, cmd[0], append(append([]string(nil), cmd[1:]...), args...)...)
-	c.Stdout, c.Stderr = out, out
+	c.Stdout, c.Stderr = stdout, stderr
 	c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
 	c.WaitDelay = 2 * time.Second
 	return c
@@ -377,17 +377,33 @@ func listening(port int) bool {
 	return false
 }
 
-// lastLines is what a failed command said last: up to its last three
-// lines of text (its diagnostic comes before perftest's closing "Parser
-// function exited with Error"), joined by "; ".
-func lastLines(s string) string {
+// diagnostic is what a failed command said: its standard error (where
+// perftest's tests and pvperf's put their diagnostics, apart from the usage
+// text that follows a bad option on standard output), else the end of its
+// standard output; lines joined by "; ".
+func diagnostic(stderr, stdout *bytes.Buffer) string {
+	if l := textLines(stderr.String()); len(l) > 0 {
+		// The first line names the problem ("unrecognized option");
+		// the last ones are perftest's closing lines, after it.
+		if len(l) > 5 {
+			l = append(l[:1:1], append([]string{"..."}, l[len(l)-3:]...)...)
+		}
+		return strings.Join(l, "; ")
+	}
+	l := textLines(stdout.String())
+	return strings.Join(l[max(len(l)-3, 0):], "; ")
+}
+
+// textLines are the lines of s that hold text, trimmed (rules of dashes
+// and stars left out).
+func textLines(s string) []string {
 	var keep []string
 	for l := range strings.SplitSeq(s, "\n") {
 		if l = strings.TrimSpace(l); l != "" && strings.Trim(l, "-*") != "" {
 			keep = append(keep, l)
 		}
 	}
-	return strings.Join(keep[max(len(keep)-3, 0):], "; ")
+	return keep
 }
 
 // errUnusable: the result row has no usable value where the metric is.

@@ -127,6 +127,30 @@ func TestFailingCommandSaysWhy(t *testing.T) {
 	}
 }
 
+// TestBadOptionSaysWhich: a command refusing an option names it on its
+// standard error and prints its usage on standard output, as perftest's
+// tests and pvperf's do: the message keeps the option's line.
+func TestBadOptionSaysWhich(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "refuses")
+	body := "#!/bin/sh\n" +
+		"echo \"$0: unrecognized option '--bogus'\" >&2\n" +
+		"echo ' Invalid Command or flag.' >&2\n" +
+		"echo ' Please check command line and run again.' >&2\n" +
+		"echo >&2\n" +
+		"echo ' Parser function exited with Error' >&2\n" +
+		"echo 'Usage:'; echo '  refuses <host>     connect to server at <host>'; echo ' -a, --all  Run sizes from 2 till 2^23'\n" +
+		"exit 1\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var out, e bytes.Buffer
+	rc := Main([]string{"--rounds", "2", "--listen-timeout", "1s", "-p", "1", script, "/bin/true", "--", "--bogus"}, &out, &e)
+	want := "unrecognized option '--bogus'; Invalid Command or flag.; Please check command line and run again.; Parser function exited with Error"
+	if rc != 1 || !strings.Contains(e.String(), want) || strings.Contains(e.String(), "Usage") {
+		t.Errorf("exit %d, stderr %q", rc, e.String())
+	}
+}
+
 // FuzzValue: any text gives a positive finite value with its label, or an
 // error; never a panic.
 func FuzzValue(f *testing.F) {
