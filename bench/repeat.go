@@ -54,21 +54,33 @@ func runRepeated(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 			if s == nil {
 				return reports.Run{}, err
 			}
+			why := fmt.Sprintf("run %d of %d: %s", k+1, cfg.Repeat, firstLine(err))
 			if k > 0 && client && !cfg.Loopback && ctx.Err() == nil && errors.Is(err, oob.ErrConnect) {
 				// The server took no more runs: its --repeat was
-				// smaller. The runs done are summarised and written
-				// all the same.
+				// smaller.
 				err = fail(err, PerftestMessage(err), fmt.Sprintf(" Run %d of %d found no server: was it given a smaller --repeat? Give both sides the same.\n", k+1, cfg.Repeat))
-				if rep, serr := reports.SummarizeRepeats(runs, RepeatLevel, RepeatResamples, cfg.RepeatCI); serr == nil {
-					first.repeats = rep
-					first.incomplete = fmt.Sprintf("run %d of %d found no server", k+1, cfg.Repeat)
-					if cfg.Extras {
-						_ = reports.WriteRepeats(out, rep, last.info.Kind, cfg.ReportGbits)
-					}
-				}
-				return first.results(), errors.Join(err, first.writeFiles())
+				why = fmt.Sprintf("run %d of %d found no server", k+1, cfg.Repeat)
 			}
-			return s.results(), err
+			if first == nil {
+				// No run ended: the sizes the first did are kept,
+				// as a run without --repeat keeps them.
+				if len(s.results().Results) > 0 {
+					s.incomplete = why
+					_ = s.writeFiles()
+				}
+				return s.results(), err
+			}
+			// The runs done (an interrupt, a lost peer, a server
+			// that took no more) are summarised and written all the
+			// same, saying why the series is short.
+			first.incomplete = why
+			if rep, serr := reports.SummarizeRepeats(runs, RepeatLevel, RepeatResamples, cfg.RepeatCI); serr == nil {
+				first.repeats = rep
+				if cfg.Extras {
+					_ = reports.WriteRepeats(out, rep, last.info.Kind, cfg.ReportGbits)
+				}
+			}
+			return first.results(), errors.Join(err, first.writeFiles())
 		}
 		last = s
 		if first == nil {

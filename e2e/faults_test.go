@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -379,6 +380,44 @@ func TestInterruptedSweepFiles(t *testing.T) {
 	}
 	if c, err := os.ReadFile(csv); err != nil || strings.Count(string(c), "\nwrite_lat,") != len(rows) {
 		t.Errorf("CSV after the interrupt (%v), want %d rows:\n%s", err, len(rows), c)
+	}
+}
+
+// TestInterruptedRepeatFiles interrupts a repeated series (SIGINT, as
+// Ctrl-C) after its first run: the runs done are summarised and written,
+// saying which run the interrupt stopped.
+func TestInterruptedRepeatFiles(t *testing.T) {
+	js := filepath.Join(t.TempDir(), "r.json")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := start(t, ctx, "write_bw", "--loopback", "-n", "100000", "--repeat", "50", "--out_json", "--out_json_file", js)
+	select {
+	case <-p.row: // the first run's, the only one printed
+	case <-ctx.Done():
+		t.Fatal("no result row within a minute")
+	}
+	time.Sleep(time.Second)
+	began := time.Now()
+	signal(t, p, "INT")
+	ends(t, p, began, 5*time.Second)
+	b, err := os.ReadFile(js)
+	var doc struct {
+		Pvperf struct {
+			Incomplete string `json:"incomplete"`
+			Repeats    struct {
+				Runs int `json:"runs"`
+			} `json:"repeats"`
+		} `json:"pvperf"`
+	}
+	if err != nil || json.Unmarshal(b, &doc) != nil {
+		t.Fatalf("JSON after the interrupt (%v):\n%s", err, b)
+	}
+	r := doc.Pvperf.Repeats.Runs
+	if r < 1 || !strings.Contains(doc.Pvperf.Incomplete, fmt.Sprintf("run %d of 50: interrupted by SIGINT", r+1)) {
+		t.Errorf("repeats.runs %d, incomplete %q: want the runs done and the one interrupted", r, doc.Pvperf.Incomplete)
+	}
+	if !strings.Contains(p.stdout.String(), fmt.Sprintf(" %d runs: median", r)) {
+		t.Errorf("no summary of the %d runs done:\n%s", r, p.stdout.String())
 	}
 }
 

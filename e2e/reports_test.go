@@ -264,9 +264,9 @@ func TestOutputFileChecked(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--out_csv", dangling}, " Couldn't open CSV output file " + dangling},
-		{[]string{"--out_html", filepath.Join(dir, "no", "x.html")}, " Couldn't open HTML output file " + filepath.Join(dir, "no", "x.html")},
-		{[]string{"--out_csv", dir}, " Couldn't open CSV output file " + dir + ": " + dir + ": is a directory"},
+		{[]string{"--out_csv", dangling}, " Couldn't open CSV output file " + dangling + ": no such file or directory\n"},
+		{[]string{"--out_html", filepath.Join(dir, "no", "x.html")}, " Couldn't open HTML output file " + filepath.Join(dir, "no", "x.html") + ": no such file or directory\n"},
+		{[]string{"--out_csv", dir}, " Couldn't open CSV output file " + dir + ": is a directory\n"},
 		{[]string{"--out_json", "--out_json_file", filepath.Join(dir, "no", "x.json")}, " Couldn't open JSON output file"},
 	} {
 		p := start(t, ctx, "write_bw", append([]string{"--loopback", "-D", "30"}, c.args...)...)

@@ -26,7 +26,93 @@ import (
 // device, driver, RoCE version, connection, host, ...), which benchstat can
 // group or filter by, and the Unit lines that tell benchstat which way is
 // better. Several runs of the same test and size are several samples of one
-// benchmark, as with -count.
+// benchmark, as with -count; so are the runs of a repeated series
+// (--repeat), one line each, from its summary's values.
+
+// benchSample is one line's figures: a BW run's message rate and average
+// bandwidth, or a latency run's mean and percentiles (NaN where absent).
+type benchSample struct {
+	bw                 bool
+	rateMpps, avgMiBps Num
+	meanUs, p50, p99   Num
+}
+
+func sampleOf(res *Result) benchSample {
+	switch {
+	case res.BW != nil:
+		return benchSample{bw: true, rateMpps: res.BW.MsgRateMpps, avgMiBps: res.BW.AverageMiBps, meanUs: NaN, p50: NaN, p99: NaN}
+	case res.Latency != nil:
+		l := res.Latency
+		return benchSample{rateMpps: NaN, avgMiBps: NaN, meanUs: l.MeanUs, p50: l.P50Us, p99: l.P99Us}
+	}
+	return benchSample{rateMpps: NaN, avgMiBps: NaN, meanUs: NaN, p50: NaN, p99: NaN}
+}
+
+// repeatSamples are the samples of res's row in each run of a repeated
+// series (nil for a single run): benchstat then has every run, not only
+// the first, whose rows the file holds. A latency run's p50 is its
+// t_typical, perftest's median.
+func repeatSamples(r *Run, res *Result) []benchSample {
+	if r.Repeats == nil || r.Repeats.Runs < 2 {
+		return nil
+	}
+	vals := map[string][]Num{}
+	n := -1
+	for _, row := range r.Repeats.Rows {
+		if row.Side == res.Side && row.Size == res.Size {
+			vals[row.Metric] = row.Values
+			if n < 0 || len(row.Values) < n {
+				n = len(row.Values)
+			}
+		}
+	}
+	if n < 2 {
+		return nil
+	}
+	at := func(metric string, i int) Num {
+		if v, ok := vals[metric]; ok {
+			return v[i]
+		}
+		return NaN
+	}
+	out := make([]benchSample, n)
+	for i := range out {
+		if res.BW != nil {
+			out[i] = benchSample{bw: true, rateMpps: at("msg_rate_Mpps", i), avgMiBps: at("average_MiB_per_s", i), meanUs: NaN, p50: NaN, p99: NaN}
+		} else {
+			out[i] = benchSample{rateMpps: NaN, avgMiBps: NaN, meanUs: at("mean_us", i), p50: at("typical_us", i), p99: at("p99_us", i)}
+		}
+	}
+	return out
+}
+
+// write appends the sample's figures to a benchmark line.
+func (m benchSample) write(bw *strings.Builder) {
+	if m.bw {
+		if m.rateMpps.Valid() && m.rateMpps > 0 {
+			fmt.Fprintf(bw, "\t%s ns/op", benchNum(1e3/float64(m.rateMpps)))
+		}
+		if m.avgMiBps.Valid() {
+			fmt.Fprintf(bw, "\t%s MB/s", benchNum(float64(m.avgMiBps)*MiBFactor/1e6))
+		}
+		if m.rateMpps.Valid() {
+			fmt.Fprintf(bw, "\t%s Mpps", benchNum(float64(m.rateMpps)))
+		}
+		return
+	}
+	if m.meanUs.Valid() && m.meanUs > 0 {
+		fmt.Fprintf(bw, "\t%s ns/op", benchNum(float64(m.meanUs)*1e3))
+	}
+	if m.p50.Valid() {
+		fmt.Fprintf(bw, "\t%s p50-ns/op", benchNum(float64(m.p50)*1e3))
+	}
+	if m.p99.Valid() {
+		fmt.Fprintf(bw, "\t%s p99-ns/op", benchNum(float64(m.p99)*1e3))
+	}
+	if m.meanUs.Valid() && m.meanUs > 0 {
+		fmt.Fprintf(bw, "\t%s Mpps", benchNum(1/float64(m.meanUs)))
+	}
+}
 
 // BenchUnits are the Unit lines that declare the direction of pvperf's
 // custom metrics to benchstat.
@@ -51,35 +137,15 @@ func WriteBenchfmt(w io.Writer, runs []Run) error {
 		}
 		name := "Benchmark" + BenchName(in.Test)
 		for _, res := range r.Primary() {
-			fmt.Fprintf(&bw, "%s/qp=%d/size=%d \t%d", name, in.QPs, res.Size, max(res.Iterations, 1))
-			switch {
-			case res.BW != nil:
-				b := res.BW
-				if b.MsgRateMpps.Valid() && b.MsgRateMpps > 0 {
-					fmt.Fprintf(&bw, "\t%s ns/op", benchNum(1e3/float64(b.MsgRateMpps)))
-				}
-				if b.AverageMiBps.Valid() {
-					fmt.Fprintf(&bw, "\t%s MB/s", benchNum(float64(b.AverageMiBps)*MiBFactor/1e6))
-				}
-				if b.MsgRateMpps.Valid() {
-					fmt.Fprintf(&bw, "\t%s Mpps", benchNum(float64(b.MsgRateMpps)))
-				}
-			case res.Latency != nil:
-				l := res.Latency
-				if l.MeanUs.Valid() && l.MeanUs > 0 {
-					fmt.Fprintf(&bw, "\t%s ns/op", benchNum(float64(l.MeanUs)*1e3))
-				}
-				if l.P50Us.Valid() {
-					fmt.Fprintf(&bw, "\t%s p50-ns/op", benchNum(float64(l.P50Us)*1e3))
-				}
-				if l.P99Us.Valid() {
-					fmt.Fprintf(&bw, "\t%s p99-ns/op", benchNum(float64(l.P99Us)*1e3))
-				}
-				if l.MeanUs.Valid() && l.MeanUs > 0 {
-					fmt.Fprintf(&bw, "\t%s Mpps", benchNum(1/float64(l.MeanUs)))
-				}
+			samples := repeatSamples(r, &res)
+			if samples == nil {
+				samples = []benchSample{sampleOf(&res)}
 			}
-			bw.WriteString("\n")
+			for _, m := range samples {
+				fmt.Fprintf(&bw, "%s/qp=%d/size=%d \t%d", name, in.QPs, res.Size, max(res.Iterations, 1))
+				m.write(&bw)
+				bw.WriteString("\n")
+			}
 		}
 	}
 	if err := writeString(w, bw.String()); err != nil {

@@ -330,3 +330,45 @@ func TestIncompleteRun(t *testing.T) {
 		t.Errorf("HTML does not say the run is incomplete")
 	}
 }
+
+// TestBenchfmtRepeats: a repeated series gives benchstat one line per run,
+// from the summary's values, not the first run's row alone.
+func TestBenchfmtRepeats(t *testing.T) {
+	bwRuns := []Run{fixtureBW(2, 1100, 2), fixtureBW(2, 900, 2), fixtureBW(2, 1000, 2)}
+	latRuns := []Run{fixtureLat(3), fixtureLat(3), fixtureLat(3)}
+	for i := range latRuns {
+		latRuns[i].Results[0].Latency.MeanUs += Num(i)
+	}
+	for _, runs := range [][]Run{bwRuns, latRuns} {
+		for i := range runs {
+			runs[i].Results = runs[i].Results[:1]
+		}
+		rep, err := SummarizeRepeats(runs, 0.95, 200, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := runs[0]
+		first.Repeats = rep
+		var one, series bytes.Buffer
+		if err := WriteBenchfmt(&series, []Run{first}); err != nil {
+			t.Fatal(err)
+		}
+		// The same lines as the three runs written as three runs.
+		if err := WriteBenchfmt(&one, runs); err != nil {
+			t.Fatal(err)
+		}
+		lines := func(s string) []string {
+			var b []string
+			for l := range strings.SplitSeq(s, "\n") {
+				if strings.HasPrefix(l, "Benchmark") {
+					b = append(b, l)
+				}
+			}
+			return b
+		}
+		got, want := lines(series.String()), lines(one.String())
+		if len(got) != 3 || strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("series:\n%s\nwant the runs':\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}

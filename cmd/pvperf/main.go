@@ -104,7 +104,8 @@ func dispatch(name, prog string, args []string, stdout, stderr io.Writer) int {
 }
 
 // links creates, in the directory given, a symbolic link to this binary
-// under each test's perftest name and pvperf name.
+// under each test's perftest name and pvperf name: relative when the
+// binary is in that directory, else absolute.
 func links(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 {
 		fmt.Fprintln(stderr, "usage: pvperf links DIR")
@@ -143,6 +144,14 @@ func links(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pvperf: links: not a link to pvperf, left as it is: %s\npvperf: links: nothing linked; remove these, or link elsewhere\n", strings.Join(conflicts, ", "))
 		return 1
 	}
+	// A link beside the binary names it relatively, so that the
+	// directory may be moved whole (a staged install).
+	link := self
+	if d, err := filepath.Abs(dir); err == nil {
+		if d, err = filepath.EvalSymlinks(d); err == nil && d == filepath.Dir(self) {
+			link = filepath.Base(self)
+		}
+	}
 	for _, n := range names {
 		p := filepath.Join(dir, n)
 		if _, err := os.Lstat(p); err == nil {
@@ -151,7 +160,7 @@ func links(args []string, stdout, stderr io.Writer) int {
 				return 1
 			}
 		}
-		if err := os.Symlink(self, p); err != nil {
+		if err := os.Symlink(link, p); err != nil {
 			fmt.Fprintf(stderr, "pvperf: links: %v\n", err)
 			return 1
 		}
