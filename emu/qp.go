@@ -188,8 +188,8 @@ func (p *pd) CreateQP(init verbs.QPInit) (verbs.QP, error) {
 	if s == nil {
 		q.drq = pvrdma.NewQueue(sbuf.bytes(), pvrdma.RxRingOffset, rbuf.bytes(), layout.RecvWR, layout.RecvStride)
 	}
-	var res pvrdma.Resolver
-	if cp.MaxInlineData > 0 {
+	var res pvrdma.Resolver // none: the device has no inline data
+	if a.MaxInlineData > 0 {
 		res = c
 	}
 	q.QP = pvrdma.NewQP(pvrdma.QPConfig{

@@ -510,7 +510,10 @@ func (q *qp) wireTransmit() {
 		o := wq.rec(wq.outN - 1)
 		w := pvrdma.SendWQE(q.dsq.WQE(o.idx))
 		if !q.sendRecord(o, w) {
-			break // window full in the middle of a message
+			if !wq.txCur {
+				return // the WQE failed: the QP is in error
+			}
+			break // window full in the middle of a message, or a WQE waiting to fail
 		}
 		sent = true
 		wq.txCur = false
@@ -597,7 +600,15 @@ func (q *qp) sendRecord(o *outWQE, w pvrdma.SendWQE) bool {
 	mtu := uint64(q.attr.PathMTU.Bytes())
 	if o.op != pvrdma.OpRDMARead && o.op < pvrdma.OpAtomicCmpAndSwp && w.Flags()&pvrdma.FlagInline == 0 {
 		if _, st := q.gather(w, 0); st != verbs.WCSuccess {
-			return true // cannot happen: checked when first sent
+			// A retransmission finds the local buffer gone
+			// (deregistered since the first send): as rxe's
+			// requester, which looks the key up again for every
+			// packet it builds, the WQE fails with a local
+			// protection error, once the ones before it are done.
+			if wq.rec(0) == o {
+				q.wireFail(verbs.WCLocProtErr)
+			}
+			return false
 		}
 	}
 	var p roce.Packet

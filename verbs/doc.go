@@ -26,7 +26,8 @@
 // # Errors
 //
 // Failed verbs return errors that wrap an *OpError naming the verb and the
-// device; the underlying errno is reachable with errors.Is (EINVAL, EBUSY,
+// device (but for the errors of PostSend, PostRecv and Poll, which are
+// preallocated and name the verb alone); the underlying errno is reachable with errors.Is (EINVAL, EBUSY,
 // ENOMEM, ...), as are ErrNotSupported, for anything the device does not
 // offer (its DeviceAttr says so in advance), and ErrClosed. Failed work
 // requests are reported in completions; WC.Err turns one into a *WCError.

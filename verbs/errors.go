@@ -15,11 +15,12 @@ var ErrNotSupported = errors.New("not supported")
 // ErrClosed is returned, wrapped, by operations on an object that was closed.
 var ErrClosed = errors.New("closed")
 
-// ErrQueueFull is returned, wrapped, by PostSend and PostRecv when the work
-// queue has no room for a work request. It also matches ENOMEM with
-// errors.Is, the errno libibverbs returns in that case. It is preallocated:
+// ErrQueueFull is returned, wrapped in an *OpError naming the verb ("post
+// send", "post recv"), by PostSend and PostRecv when the work queue has no
+// room for a work request. It also matches ENOMEM with errors.Is, the errno
+// libibverbs returns in that case. It and its wrappers are preallocated:
 // the hot path never allocates to report it.
-var ErrQueueFull error = &OpError{Op: "post", Err: &errnoError{msg: "queue full", errno: errnoNOMEM}}
+var ErrQueueFull error = &errnoError{msg: "queue full", errno: errnoNOMEM}
 
 // OpError describes a failed verb: which operation on which device, and why.
 // Err usually wraps a syscall.Errno so that errors.Is(err, unix.EINVAL)

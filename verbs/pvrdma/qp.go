@@ -171,6 +171,8 @@ var (
 	errInlineAddr  = verbs.NewOpError("post send", "", verbs.Errorf(unix.EFAULT, "inline data address not mapped"))
 	errNoAH        = verbs.NewOpError("post send", "", verbs.Errorf(unix.EINVAL, "ud work request without an address handle of this device"))
 	errRingCorrupt = verbs.NewOpError("post", "", verbs.Errorf(unix.EINVAL, "ring indices corrupt"))
+	errSendFull    = verbs.NewOpError("post send", "", verbs.ErrQueueFull)
+	errRecvFull    = verbs.NewOpError("post recv", "", verbs.ErrQueueFull)
 	errSendClosed  = verbs.NewOpError("post send", "", verbs.ErrClosed)
 	errRecvClosed  = verbs.NewOpError("post recv", "", verbs.ErrClosed)
 )
@@ -218,7 +220,7 @@ func (q *QP) PostSend(wrs []verbs.SendWR) (int, error) {
 				break
 			}
 			if q.sq.Full(tail, head) {
-				err = verbs.ErrQueueFull
+				err = errSendFull
 				break
 			}
 		}
@@ -248,14 +250,14 @@ func (q *QP) encodeSend(w []byte, wr *verbs.SendWR) error {
 	var total uint32
 	switch {
 	case wr.Flags&verbs.SendInline != 0:
-		if q.cap.MaxInlineData == 0 || q.res == nil {
-			return errInline
+		if q.res == nil {
+			return errInline // the device has no inline data
 		}
 		for i := range wr.SGL {
 			total += wr.SGL[i].Length
 		}
-		if int(total) > q.cap.MaxInlineData {
-			return errInlineSize
+		if int(total) > q.cap.MaxInlineData || q.cap.MaxInlineData == 0 {
+			return errInlineSize // a QP without inline data refuses even 0 bytes
 		}
 		body := w[SendHdrSize:cap(w)][:total]
 		for i := range wr.SGL {
@@ -357,7 +359,7 @@ func postRecv(rq *Queue, wrs []verbs.RecvWR, maxSGE int) (int, error) {
 				break
 			}
 			if rq.Full(tail, head) {
-				err = verbs.ErrQueueFull
+				err = errRecvFull
 				break
 			}
 		}

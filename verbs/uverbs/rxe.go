@@ -147,6 +147,8 @@ var (
 	errRXERecvSGE    = verbs.NewOpError("post recv", "", verbs.Errorf(unix.EINVAL, "too many scatter/gather elements"))
 	errRXEOpcode     = verbs.NewOpError("post send", "", verbs.Errorf(unix.EINVAL, "opcode not valid for this qp type"))
 	errRXEAtomicLen  = verbs.NewOpError("post send", "", verbs.Errorf(unix.EINVAL, "atomic operations need one 8-byte scatter/gather element and an 8-byte aligned remote address"))
+	errRXESendFull   = verbs.NewOpError("post send", "", verbs.ErrQueueFull)
+	errRXERecvFull   = verbs.NewOpError("post recv", "", verbs.ErrQueueFull)
 	errRXEInline     = verbs.NewOpError("post send", "", verbs.Errorf(unix.EINVAL, "inline data larger than max_inline_data"))
 	errRXEInlineAddr = verbs.NewOpError("post send", "", verbs.Errorf(unix.EFAULT, "inline data address not mapped"))
 	errRXENoAH       = verbs.NewOpError("post send", "", verbs.Errorf(unix.EINVAL, "ud work request without an address handle of this device"))
@@ -412,7 +414,7 @@ func (q *rxeQP) postOne(wr *verbs.SendWR) error {
 	sq := q.sq
 	prod := mmio.Load32(sq.prod)
 	if sq.full(prod) {
-		return verbs.ErrQueueFull
+		return errRXESendFull
 	}
 	e := sq.elem(prod)
 	clear(e[:rxeSendSGE])
@@ -503,7 +505,7 @@ func postRecv(rq *rxeQueue, wr *verbs.RecvWR, maxSGE int) error {
 	}
 	prod := mmio.Load32(rq.prod)
 	if rq.full(prod) {
-		return verbs.ErrQueueFull
+		return errRXERecvFull
 	}
 	e := rq.elem(prod)
 	var total uint32

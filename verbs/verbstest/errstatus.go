@@ -21,6 +21,19 @@ func testErrors(t *testing.T, tg Target) {
 	run(t, "CQOverflow", func(t *testing.T) { testCQOverflow(t, tg) })
 }
 
+// errState checks that a requester whose request failed is in ERR. rxe
+// posts the failed completion before it moves the QP to ERR (rxe_comp.c:
+// do_complete, then rxe_qp_error), so a query right after the poll may
+// still find it in RTS: the state is waited for, briefly.
+func errState(t *testing.T, what string, qp verbs.QP, want verbs.QPState) {
+	t.Helper()
+	deadline := time.Now().Add(time.Second)
+	for qpState(t, qp) != want && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Microsecond)
+	}
+	wantState(t, what, qp, want)
+}
+
 // remoteError posts wr on A and checks that it fails with status st, that
 // both QPs end in ERR, and that B's context gets event ev for B's QP.
 func remoteError(t *testing.T, f *fixture, p *Pair, wr verbs.SendWR, st verbs.WCStatus, ev verbs.EventType) {
@@ -28,7 +41,7 @@ func remoteError(t *testing.T, f *fixture, p *Pair, wr verbs.SendWR, st verbs.WC
 	a, b := p.A, p.B
 	postSend(t, a.QP, wr)
 	checkWC(t, "requester", poll1(t, a.SendCQ), wcWant{ID: wr.ID, Status: st, QPNum: a.QP.Num()})
-	wantState(t, "requester after "+st.Name(), a.QP, verbs.StateErr)
+	errState(t, "requester after "+st.Name(), a.QP, verbs.StateErr)
 	waitState(t, "responder after "+st.Name(), b.QP, verbs.StateErr)
 	if q := f.tg.Quirks.NoQPErrorEvents; q != "" {
 		t.Logf("not waiting for a %v event (device quirk: %s)", ev, q)
@@ -106,7 +119,7 @@ func localError(t *testing.T, p *Pair, wr verbs.SendWR, st verbs.WCStatus) {
 	postRecv(t, b.QP, verbs.RecvWR{ID: 50, SGL: []verbs.SGE{sge(b.MR, 0, 4096)}})
 	postSend(t, a.QP, wr)
 	checkWC(t, "requester", poll1(t, a.SendCQ), wcWant{ID: wr.ID, Status: st, QPNum: a.QP.Num()})
-	wantState(t, "requester after "+st.Name(), a.QP, verbs.StateErr)
+	errState(t, "requester after "+st.Name(), a.QP, verbs.StateErr)
 	expectNoWC(t, "responder of a request that failed locally", b.RecvCQ, waitShort)
 }
 
@@ -136,6 +149,25 @@ func testLocProt(t *testing.T, tg Target) {
 		w.RemoteAddr, w.RKey = p.B.MR.Addr(), p.B.MR.RKey()
 		localError(t, p, w, verbs.WCLocProtErr)
 	})
+	run(t, "MRClosedBeforeRetransmission", func(t *testing.T) {
+		// A SEND stalled on RNR (no receive posted) is sent again once
+		// a receive is: its MR closed in between, the requester,
+		// which reads the buffer again (rxe looks the lkey up for
+		// every packet it builds), fails it with a local protection
+		// error, not after its retries as if the packet were lost.
+		f := newFixture(t, tg)
+		p := stallPair(f, pairOpts{})
+		a, b := p.A, p.B
+		mr := regMR(t, a.PD, a.Mem.Bytes()[:4096], verbs.AccessLocalWrite)
+		postSend(t, a.QP, p.sendWR(1, verbs.OpSend, verbs.SendSignaled, sge(mr, 0, 64)))
+		expectNoWC(t, "send waiting for a receive (rnr_retry 7)", a.SendCQ, waitShort)
+		if err := mr.Close(); err != nil {
+			t.Fatalf("close the mr of a send in flight: %v", err)
+		}
+		postRecv(t, b.QP, verbs.RecvWR{ID: 2, SGL: []verbs.SGE{sge(b.MR, 0, 4096)}})
+		checkWC(t, "send whose mr was closed", poll1(t, a.SendCQ), wcWant{ID: 1, Status: f.tg.status(t, BadLKey, verbs.WCLocProtErr), QPNum: a.QP.Num()})
+		errState(t, "requester after the send whose mr was closed", a.QP, verbs.StateErr)
+	})
 }
 
 func testRNR(t *testing.T, tg Target) {
@@ -152,7 +184,7 @@ func testRNR(t *testing.T, tg Target) {
 			w.RemoteAddr, w.RKey = p.B.MR.Addr(), p.B.MR.RKey()
 			postSend(t, p.A.QP, w)
 			checkWC(t, "send without a receive posted", poll1(t, p.A.SendCQ), wcWant{ID: 1, Status: verbs.WCRNRRetryExcErr, QPNum: p.A.QP.Num()})
-			wantState(t, "requester after RNR_RETRY_EXC_ERR", p.A.QP, verbs.StateErr)
+			errState(t, "requester after RNR_RETRY_EXC_ERR", p.A.QP, verbs.StateErr)
 		})
 	}
 	run(t, "rnr_retry=7_waits", func(t *testing.T) {
@@ -184,7 +216,7 @@ func testRetryExc(t *testing.T, tg Target) {
 		wc := poll1(t, a.SendCQ)
 		elapsed := time.Since(start)
 		checkWC(t, "send to a qp that is not there", wc, wcWant{ID: 1, Status: verbs.WCRetryExcErr, QPNum: a.QP.Num()})
-		wantState(t, "requester after RETRY_EXC_ERR", a.QP, verbs.StateErr)
+		errState(t, "requester after RETRY_EXC_ERR", a.QP, verbs.StateErr)
 		// Each of the retries+1 transmissions waits for its ACK timeout.
 		// Timers do not fire early; the lower bound allows for a device
 		// whose timer is coarse (20% short) and the upper bound for a
@@ -259,7 +291,7 @@ func testLocLen(t *testing.T, tg Target) {
 		ws := pollN(t, b.RecvCQ, 2)
 		checkWC(t, "receive too small", ws[0], wcWant{ID: 1, Status: f.tg.status(t, RecvTooSmall, verbs.WCLocLenErr), QPNum: b.QP.Num()})
 		checkWC(t, "the receive after it", ws[1], wcWant{ID: 2, Status: verbs.WCWRFlushErr, QPNum: b.QP.Num()})
-		wantState(t, "requester after REM_INV_REQ_ERR", a.QP, verbs.StateErr)
+		errState(t, "requester after REM_INV_REQ_ERR", a.QP, verbs.StateErr)
 		waitState(t, "receiver after LOC_LEN_ERR", b.QP, verbs.StateErr)
 		if q := f.tg.Quirks.NoQPErrorEvents; q != "" {
 			t.Logf("not waiting for a QP_FATAL event (device quirk: %s)", q)
@@ -291,7 +323,7 @@ func testLocLen(t *testing.T, tg Target) {
 		}
 		postRecv(t, p.B.QP, verbs.RecvWR{ID: 50, SGL: []verbs.SGE{sge(p.B.MR, 0, 4096)}})
 		checkWC(t, "requester", poll1(t, p.A.SendCQ), wcWant{ID: w.ID, Status: verbs.WCLocLenErr, QPNum: p.A.QP.Num()})
-		wantState(t, "requester after LOC_LEN_ERR", p.A.QP, verbs.StateErr)
+		errState(t, "requester after LOC_LEN_ERR", p.A.QP, verbs.StateErr)
 		expectNoWC(t, "responder of a request that failed locally", p.B.RecvCQ, waitShort)
 	})
 }
@@ -299,8 +331,9 @@ func testLocLen(t *testing.T, tg Target) {
 func testQueueFull(t *testing.T, tg Target) {
 	full := func(t *testing.T, what string, n int, err error, asked, capacity int) {
 		t.Helper()
-		if !errors.Is(err, verbs.ErrQueueFull) || !errors.Is(err, errENOMEM) {
-			t.Errorf("%s: error %v, want ErrQueueFull matching ENOMEM", what, err)
+		var oe *verbs.OpError
+		if !errors.Is(err, verbs.ErrQueueFull) || !errors.Is(err, errENOMEM) || !errors.As(err, &oe) || oe.Op != what {
+			t.Errorf("%s: error %v, want ErrQueueFull matching ENOMEM, of the verb %q", what, err, what)
 		}
 		if n < asked || n > capacity {
 			t.Errorf("%s: %d queued before the queue was full; want between the %d asked for and the capacity %d", what, n, asked, capacity)

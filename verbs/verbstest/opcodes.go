@@ -461,8 +461,18 @@ func testInline(t *testing.T, tg Target) {
 	big := qa.Cap.MaxInlineData + 1
 	if big <= len(abuf) {
 		n, err := a.QP.PostSend([]verbs.SendWR{p.sendWR(4, verbs.OpSend, verbs.SendSignaled|verbs.SendInline, sge(a.MR, 0, big))})
-		if err == nil || n != 0 {
-			t.Errorf("inline send of %d bytes (max_inline_data %d): n = %d, err = %v; want an error", big, qa.Cap.MaxInlineData, n, err)
+		if wantErr(t, fmt.Sprintf("inline send of %d bytes (max_inline_data %d)", big, qa.Cap.MaxInlineData), err, errEINVAL) && n != 0 {
+			t.Errorf("%d queued", n)
+		}
+	}
+	// A QP created without inline data, on a device that has it: EINVAL
+	// (the size is over the QP's limit), not ErrNotSupported, which says
+	// the device has none.
+	q0 := f.pair(pairOpts{typ: verbs.RC})
+	if qa0, err := q0.A.QP.Query(); err == nil && qa0.Cap.MaxInlineData == 0 {
+		n, err := q0.A.QP.PostSend([]verbs.SendWR{q0.sendWR(5, verbs.OpSend, verbs.SendSignaled|verbs.SendInline, sge(q0.A.MR, 0, 16))})
+		if wantErr(t, "inline send of 16 bytes on a qp with max_inline_data 0", err, errEINVAL) && n != 0 {
+			t.Errorf("%d queued", n)
 		}
 	}
 }
