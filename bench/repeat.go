@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pvperf/pvperf/bench/oob"
+	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/reports"
 	"github.com/pvperf/pvperf/verbs"
 )
@@ -39,7 +40,9 @@ func runRepeated(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 	defer prog.done()
 	for k := range cfg.Repeat {
 		o := out
-		if k > 0 {
+		if k > 0 || cfg.Output != perftest.OutputFull {
+			// --output=...: the series prints its one number, the
+			// runs' median, at its end.
 			o = io.Discard
 		}
 		s, err := runOnce(ctx, cfg, dev, o, errOut, func(s *session) {
@@ -76,9 +79,7 @@ func runRepeated(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 			first.incomplete = why
 			if rep, serr := reports.SummarizeRepeats(runs, RepeatLevel, RepeatResamples, cfg.RepeatCI); serr == nil {
 				first.repeats = rep
-				if cfg.Extras {
-					_ = reports.WriteRepeats(out, rep, last.info.Kind, cfg.ReportGbits)
-				}
+				writeSummary(out, cfg, rep, last)
 			}
 			return first.results(), errors.Join(err, first.writeFiles())
 		}
@@ -107,10 +108,19 @@ func runRepeated(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 		return last.results(), fail(err, " "+err.Error()+"\n")
 	}
 	first.repeats = rep
-	if cfg.Extras {
+	writeSummary(out, cfg, rep, last)
+	return first.results(), first.writeFiles()
+}
+
+// writeSummary prints the summary of a series: its table, or with
+// --output=... the runs' median of that one number.
+func writeSummary(out io.Writer, cfg Config, rep *reports.Repeats, last *session) {
+	switch {
+	case cfg.Output != perftest.OutputFull:
+		_ = reports.WriteRepeatValues(out, rep, cfg.Output, cfg.ReportGbits)
+	case cfg.Extras:
 		_ = reports.WriteRepeats(out, rep, last.info.Kind, cfg.ReportGbits)
 	}
-	return first.results(), first.writeFiles()
 }
 
 // endSeries tells a repeating server that no more runs come: a

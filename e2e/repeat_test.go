@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,5 +80,56 @@ func TestRepeatMismatch(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"incomplete": "run 3 of 4 found no server"`) {
 		t.Errorf("client's JSON does not say the series is incomplete:\n%s", b)
+	}
+}
+
+// TestRepeatOutputValue: with --output=bandwidth (or latency), a series
+// prints the one number a script reads, as a single run does: the median
+// of its runs, which its JSON lists.
+func TestRepeatOutputValue(t *testing.T) {
+	for _, c := range []struct{ test, output, metric string }{
+		{"write_bw", "bandwidth", "average_MiB_per_s"},
+		{"send_lat", "latency", "mean_us"},
+	} {
+		t.Run(c.test, func(t *testing.T) {
+			js := filepath.Join(t.TempDir(), "r.json")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			p := start(t, ctx, c.test, "--loopback", "-n", "500", "--repeat", "3", "--output", c.output, "--out_json", "--out_json_file", js)
+			if code := p.exit(t); code != 0 {
+				t.Fatalf("exit %d: %s", code, p.stderr.String())
+			}
+			var nums []string
+			for l := range strings.SplitSeq(strings.TrimSpace(p.stdout.String()), "\n") {
+				if _, err := strconv.ParseFloat(l, 64); err == nil {
+					nums = append(nums, l)
+				} else if !strings.HasPrefix(l, "Disabling") { // perftest's warning of -n with dynamic polling
+					t.Errorf("stdout holds %q beside the number", l)
+				}
+			}
+			var doc struct {
+				Pvperf struct {
+					Repeats struct {
+						Rows []struct {
+							Metric string  `json:"metric"`
+							Median float64 `json:"median"`
+						} `json:"rows"`
+					} `json:"repeats"`
+				} `json:"pvperf"`
+			}
+			b, err := os.ReadFile(js)
+			if err != nil || json.Unmarshal(b, &doc) != nil {
+				t.Fatalf("JSON (%v):\n%s", err, b)
+			}
+			want := ""
+			for _, r := range doc.Pvperf.Repeats.Rows {
+				if r.Metric == c.metric {
+					want = fmt.Sprintf("%f", r.Median)
+				}
+			}
+			if len(nums) != 1 || nums[0] != want {
+				t.Errorf("stdout's numbers %q, want the median %s alone:\n%s", nums, want, p.stdout.String())
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/reports/estimate"
 )
 
@@ -247,5 +248,38 @@ func WriteRepeats(w io.Writer, r *Repeats, kind string, gbits bool) error {
 			f(row.Median), f(row.Min), f(row.Max), f(row.CILow), f(row.CIHigh), hw)
 	}
 	b.WriteString(ResultLine)
+	return writeString(w, b.String())
+}
+
+// WriteRepeatValues writes, for --output=bandwidth, message_rate or
+// latency with repeated runs, the median of the runs where a single run
+// prints its one number ("%lf\n", as perftest's --output): per message
+// size of the first side the rows hold, the median BW average (in Gb/s
+// with gbits), message rate, or t_avg.
+func WriteRepeatValues(w io.Writer, r *Repeats, output perftest.Output, gbits bool) error {
+	key := ""
+	switch output {
+	case perftest.OutputBandwidth:
+		key = "average_MiB_per_s"
+		if gbits {
+			key = "average_Gb_per_s"
+		}
+	case perftest.OutputMessageRate:
+		key = "msg_rate_Mpps"
+	case perftest.OutputLatency:
+		key = "mean_us"
+	default:
+		return nil
+	}
+	var b strings.Builder
+	side := ""
+	for _, row := range r.Rows {
+		if side == "" {
+			side = row.Side
+		}
+		if row.Side == side && row.Metric == key {
+			b.WriteString(cSprintf(valueFmt, float64(row.Median)))
+		}
+	}
 	return writeString(w, b.String())
 }
