@@ -122,7 +122,10 @@ func options() *optTable {
 	// perftest's long_options, in its order (abbreviations are resolved,
 	// and ambiguities listed, in this order).
 	add(&opt{long: "port", short: 'p', arg: true, set: func(p *parser, v string) error {
-		return p.intVal(v, "Port", &p.cfg.Port)
+		// perftest takes any int and hands it to getaddrinfo (0: a
+		// server on a random port no client knows; -1: no such
+		// service); a TCP port is refused here instead.
+		return p.intRange(v, "Port", 1, 65535, &p.cfg.Port)
 	}})
 	add(&opt{long: "ib-dev", short: 'd', arg: true, set: func(p *parser, v string) error {
 		p.cfg.Device = v

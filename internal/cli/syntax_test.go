@@ -23,7 +23,7 @@ func TestSyntax(t *testing.T) {
 		{"write_bw", "-p 044123 host", "-p 18515 host"},
 		{"write_bw", "-p +18515 host", "-p 18515 host"},
 		{"write_bw", "-p ' 18515' host", "-p 18515 host"},
-		{"write_bw", "--port= host", "-p 0 host"},
+		{"write_bw", "--gid-index= host", "-x 0 host"},
 		{"write_bw", "-q 0x10 host", "-q 16 host"},
 		{"write_bw", "-n 0x2710 host", "-n 10000 host"},
 		// Sizes: K and M suffixes, strtol ignoring what follows the digits.
