@@ -38,6 +38,19 @@ func runRepeated(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 	client := cfg.Loopback || cfg.Server != ""
 	prog := newProgress(errOut, cfg.Repeat)
 	defer prog.done()
+	// The listening side keeps one listener for the whole series: a
+	// client that ends its series tells it so with an empty connection
+	// (endSeries), which must find it listening.
+	var held *oob.Listener
+	var hold **oob.Listener
+	if !client && !cfg.CMExchange && !cfg.RdmaCM {
+		hold = &held
+		defer func() {
+			if held != nil {
+				_ = held.Close()
+			}
+		}()
+	}
 	for k := range cfg.Repeat {
 		o := out
 		if k > 0 || cfg.Output != perftest.OutputFull {
@@ -46,7 +59,7 @@ func runRepeated(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 			o = io.Discard
 		}
 		s, err := runOnce(ctx, cfg, dev, o, errOut, func(s *session) {
-			s.repeated, s.redial, s.runNo = true, k > 0, k+1
+			s.repeated, s.redial, s.runNo, s.lnHold = true, k > 0, k+1, hold
 		})
 		if err != nil {
 			if k > 0 && !client && s != nil && !s.setupDone && errors.Is(err, oob.ErrPeerClosed) {
@@ -103,6 +116,12 @@ func runRepeated(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 		}
 	}
 	prog.done()
+	if client && !cfg.Loopback && !cfg.CMExchange && !cfg.RdmaCM && len(runs) == cfg.Repeat {
+		// A server given a larger --repeat would wait for runs that
+		// never come: it is told the series is over, as --repeat_ci
+		// tells it. A server that has ended refuses the connection.
+		endSeriesOnce(ctx, &cfg)
+	}
 	rep, err := reports.SummarizeRepeats(runs, RepeatLevel, RepeatResamples, cfg.RepeatCI)
 	if err != nil {
 		return last.results(), fail(err, " "+err.Error()+"\n")
@@ -120,6 +139,15 @@ func writeSummary(out io.Writer, cfg Config, rep *reports.Repeats, last *session
 		_ = reports.WriteRepeatValues(out, rep, cfg.Output, cfg.ReportGbits)
 	case cfg.Extras:
 		_ = reports.WriteRepeats(out, rep, last.info.Kind, cfg.ReportGbits)
+	}
+}
+
+// endSeriesOnce is endSeries in one attempt, at the end of a series the
+// server may have ended too.
+func endSeriesOnce(ctx context.Context, cfg *Config) {
+	d := net.Dialer{Timeout: min(cfg.PeerTimeout, 2*time.Second)}
+	if c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(cfg.Server, strconv.Itoa(cfg.Port))); err == nil {
+		_ = c.Close()
 	}
 }
 

@@ -66,6 +66,10 @@ type session struct {
 	// come after the last run) and prints no additions; redial retries
 	// the client's connection while the server gets ready again.
 	repeated, redial bool
+	// lnHold, in a repeated series' listening side, holds the listener
+	// its runs share (see oob.Listener.Keep), nil until the first run
+	// listens.
+	lnHold **oob.Listener
 	// runNo is the run's number in a repeated test, from 1 (0: not
 	// repeated).
 	runNo int

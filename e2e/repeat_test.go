@@ -83,6 +83,26 @@ func TestRepeatMismatch(t *testing.T) {
 	}
 }
 
+// TestRepeatServerMore: a server given more runs than its client is told,
+// once the client's series is over, that no more come: it summarises the
+// runs made and both exit 0, rather than the server waiting for ever.
+func TestRepeatServerMore(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	port := strconv.Itoa(freePort(t))
+	srv := start(t, ctx, "write_bw", "-d", "emu0", "-n", "200", "--repeat", "5", "-p", port)
+	waitListening(t, ctx, srv, port)
+	cli := start(t, ctx, "write_bw", "-d", "emu0", "-n", "200", "--repeat", "2", "-p", port, "localhost")
+	if ccode, scode := cli.exit(t), srv.exit(t); ccode != 0 || scode != 0 {
+		t.Errorf("exit %d (client) and %d (server), want 0 and 0:\n%s\n%s", ccode, scode, cli.stderr.String(), srv.stderr.String())
+	}
+	for _, p := range []*proc{cli, srv} {
+		if !strings.Contains(p.stdout.String(), " 2 runs: median, range") {
+			t.Errorf("%v did not summarise the 2 runs:\n%s", p.cmd.Args, p.stdout.String())
+		}
+	}
+}
+
 // TestRepeatOutputValue: with --output=bandwidth (or latency), a series
 // prints the one number a script reads, as a single run does: the median
 // of its runs, which its JSON lists.

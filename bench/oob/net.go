@@ -73,7 +73,13 @@ type Listener struct {
 	addr Addr
 	once sync.Once
 	err  error
+	keep bool // Accept leaves it open (Keep)
 }
+
+// Keep makes Accept leave the listener open, for the next client of a
+// series of runs: a client that comes while the previous run ends waits
+// in the backlog instead of being refused. The caller closes it.
+func (l *Listener) Keep() { l.keep = true }
 
 // Listen listens on a's port (and BindSourceIP, if set) with SO_REUSEADDR,
 // AF_INET or AF_INET6. Without BindSourceIP an IPv6 listener is
@@ -123,11 +129,13 @@ func (l *Listener) Close() error {
 }
 
 // Accept waits for one client, closes the listener (whether or not a client
-// came) and returns a server Conn configured by cfg. Only ctx limits the
+// came; not after Keep) and returns a server Conn configured by cfg. Only ctx limits the
 // wait. Failures are *NetError values wrapping ErrAccept (and ctx's cause
 // when ctx ended the wait).
 func (l *Listener) Accept(ctx context.Context, cfg Config) (*Conn, error) {
-	defer l.Close()
+	if !l.keep {
+		defer l.Close()
+	}
 	stop := context.AfterFunc(ctx, func() { l.Close() })
 	defer stop()
 	nc, err := l.ln.Accept()
