@@ -164,6 +164,10 @@ func testLocProt(t *testing.T, tg Target) {
 		if err := mr.Close(); err != nil {
 			t.Fatalf("close the mr of a send in flight: %v", err)
 		}
+		// A retransmission built just before the close may still be on
+		// its way: it meets no receive either (another RNR NAK) if it
+		// arrives before the receive is posted.
+		time.Sleep(100 * time.Millisecond)
 		postRecv(t, b.QP, verbs.RecvWR{ID: 2, SGL: []verbs.SGE{sge(b.MR, 0, 4096)}})
 		checkWC(t, "send whose mr was closed", poll1(t, a.SendCQ), wcWant{ID: 1, Status: f.tg.status(t, BadLKey, verbs.WCLocProtErr), QPNum: a.QP.Num()})
 		errState(t, "requester after the send whose mr was closed", a.QP, verbs.StateErr)
