@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/pvperf/pvperf/internal/clock"
@@ -32,12 +33,17 @@ type latRun struct {
 	// time, 0 before the first and outside the sample window.
 	hist *hdr.Histogram
 	prev int64
+	// stopped is set when ctx ends (an interrupt): the loop reads it
+	// before every post, a load where ctx.Err() would take a lock.
+	stopped     atomic.Bool
+	unwatch func() bool
 }
 
 func (e *endpoint) newLatRun(ctx context.Context, m *msgPlan, server bool) *latRun {
 	cfg := e.cfg
 	s := e.newSender(m)
 	l := &latRun{e: e, ctx: ctx, wr: s.wrs[0][:1], server: server, iters: cfg.Iters, duration: cfg.Duration > 0}
+	l.unwatch = context.AfterFunc(ctx, func() { l.stopped.Store(true) })
 	if !cfg.NoLatencyHistogram {
 		l.hist = hdr.New()
 	}
@@ -63,6 +69,7 @@ func (l *latRun) ended() bool { return l.duration && l.dc.state.Load() == stateE
 func (l *latRun) sampling() bool { return l.duration && l.dc.state.Load() == stateSample }
 
 func (l *latRun) finish() samples {
+	l.unwatch()
 	if l.duration {
 		l.dc.end()
 		l.sm.tposted[0], l.sm.tcompleted[0] = l.dc.start.Load(), l.dc.stop.Load()
@@ -119,12 +126,11 @@ func (l *latRun) next(scnt uint64) uint64 {
 }
 
 func (l *latRun) post(scnt uint64) error {
-	// A loop whose completions come at once never waits, where the
-	// context is checked: check it here too, every 4096 posts.
-	if scnt&0xFFF == 0 {
-		if err := l.ctx.Err(); err != nil {
-			return err
-		}
+	// A loop whose completions come at once never waits long enough
+	// for its waits to check the context (and on a loaded machine a
+	// message may take milliseconds): every post checks it.
+	if l.stopped.Load() {
+		return l.ctx.Err()
 	}
 	if _, err := l.e.qps[0].PostSend(l.wr); err != nil {
 		return fmt.Errorf("Couldn't post send: scnt=%d: %w", scnt, err)
