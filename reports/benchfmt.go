@@ -50,8 +50,7 @@ func sampleOf(res *Result) benchSample {
 
 // repeatSamples are the samples of res's row in each run of a repeated
 // series (nil for a single run): benchstat then has every run, not only
-// the first, whose rows the file holds. A latency run's p50 is its
-// t_typical, perftest's median.
+// the first, whose rows the file holds.
 func repeatSamples(r *Run, res *Result) []benchSample {
 	if r.Repeats == nil || r.Repeats.Runs < 2 {
 		return nil
@@ -80,7 +79,9 @@ func repeatSamples(r *Run, res *Result) []benchSample {
 		if res.BW != nil {
 			out[i] = benchSample{bw: true, rateMpps: at("msg_rate_Mpps", i), avgMiBps: at("average_MiB_per_s", i), meanUs: NaN, p50: NaN, p99: NaN}
 		} else {
-			out[i] = benchSample{rateMpps: NaN, avgMiBps: NaN, meanUs: at("mean_us", i), p50: at("typical_us", i), p99: at("p99_us", i)}
+			// No p50: the series keeps t_typical, perftest's median,
+			// which is not the histogram's p50 a single run gives.
+			out[i] = benchSample{rateMpps: NaN, avgMiBps: NaN, meanUs: at("mean_us", i), p50: NaN, p99: at("p99_us", i)}
 		}
 	}
 	return out

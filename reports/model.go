@@ -364,6 +364,7 @@ func Merge(runs []Run) []Run {
 				if r.Incomplete != "" {
 					out[i].Incomplete = strings.TrimPrefix(out[i].Incomplete+"; "+r.Incomplete, "; ")
 				}
+				out[i].Repeats = mergeRepeats(out[i].Repeats, r.Repeats)
 				parts[i]++
 				merged = true
 				break
@@ -380,6 +381,23 @@ func Merge(runs []Run) []Run {
 		}
 	}
 	return out
+}
+
+// mergeRepeats is the summary of two series of one setup whose sizes do
+// not overlap: the rows of both (the first's settings, the larger count
+// of runs, converged when both are).
+func mergeRepeats(a, b *Repeats) *Repeats {
+	switch {
+	case b == nil:
+		return a
+	case a == nil:
+		return b
+	}
+	m := *a
+	m.Rows = append(slices.Clone(a.Rows), b.Rows...)
+	m.Runs = max(a.Runs, b.Runs)
+	m.Converged = a.Converged && b.Converged
+	return &m
 }
 
 func sameSetup(a, b *RunInfo) bool {

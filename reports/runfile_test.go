@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -367,8 +368,38 @@ func TestBenchfmtRepeats(t *testing.T) {
 			return b
 		}
 		got, want := lines(series.String()), lines(one.String())
+		// A series has no p50 (its summary keeps t_typical, not the
+		// histogram's percentile): the runs' lines without theirs.
+		p50 := regexp.MustCompile(`\t[0-9.e+]+ p50-ns/op`)
+		for i := range want {
+			want[i] = p50.ReplaceAllString(want[i], "")
+		}
 		if len(got) != 3 || strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("series:\n%s\nwant the runs':\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
+	}
+	// Two series of other sizes, merged as report merges files: every
+	// run of each.
+	a, b := []Run{fixtureBW(2, 1100, 2), fixtureBW(2, 900, 2), fixtureBW(2, 1000, 2)}, []Run{fixtureBW(2, 1100, 2), fixtureBW(2, 900, 2), fixtureBW(2, 1000, 2)}
+	for i := range a {
+		a[i].Results, b[i].Results = a[i].Results[:1], b[i].Results[1:2]
+	}
+	var merged []Run
+	for _, series := range [][]Run{a, b} {
+		rep, err := SummarizeRepeats(series, 0.95, 200, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := series[0]
+		first.Repeats = rep
+		merged = append(merged, first)
+	}
+	merged = Merge(merged)
+	var buf bytes.Buffer
+	if err := WriteBenchfmt(&buf, merged); err != nil {
+		t.Fatal(err)
+	}
+	if len(merged) != 1 || strings.Count(buf.String(), "/size=") != 6 {
+		t.Errorf("%d runs after merging; benchfmt:\n%s\nwant 3 lines for each of 2 sizes", len(merged), buf.String())
 	}
 }
