@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pvperf/pvperf/internal/unix"
 )
 
 func TestCheck(t *testing.T) {
@@ -156,5 +158,46 @@ func mkfifo(t *testing.T, name string) {
 	t.Helper()
 	if out, err := exec.Command("mkfifo", name).CombinedOutput(); err != nil {
 		t.Fatalf("mkfifo: %v: %s", err, out)
+	}
+}
+
+// An existing file keeps its mode and owner; a new one gets perm less the
+// umask.
+func TestWriteKeepsModeAndOwner(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "r.json")
+	if err := os.WriteFile(name, []byte("old"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(name, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	owned := os.Geteuid() == 0
+	if owned {
+		// As root: a file of another user, which root's write must
+		// give back to that user (nobody).
+		if err := os.Chown(name, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Write(name, 0o600, func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(name); string(b) != "new" || fi.Mode().Perm() != 0o640 {
+		t.Errorf("after the write: %q, mode %v; want \"new\", -rw-r-----", b, fi.Mode())
+	}
+	if uid, gid, ok := unix.FileOwner(fi); owned && ok && (uid != 65534 || gid != 65534) {
+		t.Errorf("owner %d:%d after root's write, want 65534:65534", uid, gid)
+	}
+	fresh := filepath.Join(dir, "new.csv")
+	if err := Write(fresh, 0o666, func(w io.Writer) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(fresh); err != nil || fi.Mode().Perm() != 0o666&^umask() {
+		t.Errorf("new file: %v %v, want mode %v (0666 less the umask)", fi, err, 0o666&^umask())
 	}
 }
