@@ -71,6 +71,12 @@ func runRepeated(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 				return reports.Run{}, err
 			}
 			why := fmt.Sprintf("run %d of %d: %s", k+1, cfg.Repeat, firstLine(err))
+			if client && !cfg.Loopback && !cfg.CMExchange && !cfg.RdmaCM && !errors.Is(err, oob.ErrConnect) {
+				// The series stops here (an interrupt, a failed
+				// check after the server's run ended): a server
+				// waiting for the next run is told.
+				endSeriesOnce(context.WithoutCancel(ctx), &cfg)
+			}
 			if k > 0 && client && !cfg.Loopback && ctx.Err() == nil && errors.Is(err, oob.ErrConnect) {
 				// The server took no more runs: its --repeat was
 				// smaller.
@@ -145,16 +151,25 @@ func writeSummary(out io.Writer, cfg Config, rep *reports.Repeats, last *session
 // endSeriesOnce is endSeries in one attempt, at the end of a series the
 // server may have ended too.
 func endSeriesOnce(ctx context.Context, cfg *Config) {
-	d := net.Dialer{Timeout: min(cfg.PeerTimeout, 2*time.Second)}
+	d := seriesDialer(cfg, min(cfg.PeerTimeout, 2*time.Second))
 	if c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(cfg.Server, strconv.Itoa(cfg.Port))); err == nil {
 		_ = c.Close()
 	}
 }
 
+// seriesDialer dials as the runs do: from --bind_source_ip when given.
+func seriesDialer(cfg *Config, timeout time.Duration) net.Dialer {
+	d := net.Dialer{Timeout: timeout}
+	if ip := net.ParseIP(cfg.BindSourceIP); ip != nil {
+		d.LocalAddr = &net.TCPAddr{IP: ip}
+	}
+	return d
+}
+
 // endSeries tells a repeating server that no more runs come: a
 // connection closed before its first message.
 func endSeries(ctx context.Context, cfg *Config) {
-	d := net.Dialer{Timeout: cfg.PeerTimeout}
+	d := seriesDialer(cfg, cfg.PeerTimeout)
 	for deadline := time.Now().Add(cfg.PeerTimeout); time.Now().Before(deadline); {
 		c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(cfg.Server, strconv.Itoa(cfg.Port)))
 		if err == nil {

@@ -91,8 +91,10 @@ func (s *session) connect(ctx context.Context) error {
 			s.printWaitingBanner() // --reversed: the test's server connects
 		}
 		s.conn, err = oob.Dial(ctx, cfg.Server, addr, occfg)
-		// A repeated test's server listens again after each run: give
-		// it the peer timeout to do so.
+		// A repeated test's server takes the next run's connection on
+		// the listener of its first run; a peer that is not pvperf
+		// (perftest started again for each run) may take a moment to
+		// listen again: it is given the peer timeout.
 		for deadline := time.Now().Add(cfg.PeerTimeout); s.redial && errors.Is(err, oob.ErrConnect) && time.Now().Before(deadline); {
 			select {
 			case <-ctx.Done():

@@ -530,7 +530,10 @@ func TestRankTwice(t *testing.T) {
 		t.Errorf("the second rank 1: %v", second)
 	}
 	// Rank 0 says what it refused, though the run went on.
-	if res == nil || len(res.Refused) != 1 || !strings.Contains(res.Refused[0], "rank 1 arrived twice") {
+	if res == nil {
+		t.Fatal("no results")
+	}
+	if len(res.Refused) != 1 || !strings.Contains(res.Refused[0], "rank 1 arrived twice") {
 		t.Errorf("rank 0's refused: %q", res.Refused)
 	}
 }
@@ -559,7 +562,7 @@ func TestLateConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer late.Close()
-	time.Sleep(100 * time.Millisecond) // accepted, pending
+	time.Sleep(500 * time.Millisecond) // accepted, pending
 	ranks := make(chan error, 2)
 	for r := range 2 {
 		go func() { ranks <- Join(ctx, addr, cfg, Member{Rank: r, Host: "vm"}, healthy(r, nil)) }()
@@ -577,7 +580,10 @@ func TestLateConnection(t *testing.T) {
 	if err := <-run; err != nil {
 		t.Errorf("run: %v", err)
 	}
-	if res == nil || len(res.Refused) != 1 || !strings.Contains(res.Refused[0], "had said nothing when all 2 ranks were in") {
+	if res == nil {
+		t.Fatal("no results")
+	}
+	if len(res.Refused) != 1 || !strings.Contains(res.Refused[0], "had said nothing when all 2 ranks were in") {
 		t.Errorf("rank 0's refused: %q", res.Refused)
 	}
 }

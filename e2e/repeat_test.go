@@ -103,6 +103,27 @@ func TestRepeatServerMore(t *testing.T) {
 	}
 }
 
+// TestRepeatClientFails: a client whose series stops after a run the
+// server completed (its bandwidth limit failed) tells the server, which
+// ends its own series instead of waiting for ever.
+func TestRepeatClientFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	port := strconv.Itoa(freePort(t))
+	srv := start(t, ctx, "write_bw", "-d", "emu0", "-n", "200", "--repeat", "3", "-p", port)
+	waitListening(t, ctx, srv, port)
+	cli := start(t, ctx, "write_bw", "-d", "emu0", "-n", "200", "--repeat", "3", "--limit_bw", "1000000", "-p", port, "localhost")
+	ccode := cli.exit(t)
+	began := time.Now()
+	scode := srv.exit(t)
+	if ccode != 1 || scode != 0 {
+		t.Errorf("exit %d (client) and %d (server), want 1 and 0:\n%s\n%s", ccode, scode, cli.stderr.String(), srv.stderr.String())
+	}
+	if d := time.Since(began); d > 10*time.Second {
+		t.Errorf("the server ended %v after its client", d)
+	}
+}
+
 // TestRepeatOutputValue: with --output=bandwidth (or latency), a series
 // prints the one number a script reads, as a single run does: the median
 // of its runs, which its JSON lists.

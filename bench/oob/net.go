@@ -89,7 +89,8 @@ func (l *Listener) Keep() { l.keep = true }
 // perftest calls listen(fd, 1); Go's listeners use the system's backlog.
 // Since Accept takes one client and closes the listener, the difference is
 // only visible to extra clients racing to connect (they are refused either
-// way).
+// way), but for a listener kept for a series of runs (Keep), where a
+// client that comes early waits in the backlog for the next run.
 func Listen(ctx context.Context, a Addr) (*Listener, error) {
 	port := a.port()
 	network, host := a.network(), ""
@@ -128,9 +129,9 @@ func (l *Listener) Close() error {
 	return l.err
 }
 
-// Accept waits for one client, closes the listener (whether or not a client
-// came; not after Keep) and returns a server Conn configured by cfg. Only ctx limits the
-// wait. Failures are *NetError values wrapping ErrAccept (and ctx's cause
+// Accept waits for one client, closes the listener (whether or not a
+// client came; not after Keep) and returns a server Conn configured by
+// cfg. Only ctx limits the wait. Failures are *NetError values wrapping ErrAccept (and ctx's cause
 // when ctx ended the wait).
 func (l *Listener) Accept(ctx context.Context, cfg Config) (*Conn, error) {
 	if !l.keep {

@@ -136,7 +136,7 @@ func links(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		target, lerr := os.Readlink(p)
-		if fi.Mode()&os.ModeSymlink == 0 || lerr != nil || target != self && filepath.Base(target) != "pvperf" {
+		if fi.Mode()&os.ModeSymlink == 0 || lerr != nil || target != self && target != filepath.Base(self) && filepath.Base(target) != "pvperf" {
 			conflicts = append(conflicts, p)
 		}
 	}

@@ -3,6 +3,7 @@ package comparecli
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,4 +166,22 @@ func FuzzValue(f *testing.F) {
 			t.Fatalf("value %v %q from %q", v, label, text)
 		}
 	})
+}
+
+// TestDiagnosticLong: a long standard error keeps its first line (the
+// problem) and its last three (perftest's closing lines).
+func TestDiagnosticLong(t *testing.T) {
+	var errb, outb bytes.Buffer
+	for i := 1; i <= 7; i++ {
+		fmt.Fprintf(&errb, " line %d\n", i)
+	}
+	outb.WriteString("Usage: x\n")
+	if got, want := diagnostic(&errb, &outb), "line 1; ...; line 5; line 6; line 7"; got != want {
+		t.Errorf("diagnostic = %q, want %q", got, want)
+	}
+	errb.Reset()
+	outb.WriteString(" a\n b\n c\n d\n")
+	if got, want := diagnostic(&errb, &outb), "b; c; d"; got != want {
+		t.Errorf("diagnostic without stderr = %q, want %q", got, want)
+	}
 }

@@ -68,7 +68,7 @@ type QPConfig struct {
 	RecvBuf  []byte // Layout.RecvBufLen bytes; nil with an SRQ
 	Cap      verbs.QPCap
 	UAR      UAR
-	Resolver Resolver // for inline sends; may be nil when Cap.MaxInlineData is 0
+	Resolver Resolver // for inline sends; nil when the device has no inline data (ErrNotSupported)
 	Atomics  bool     // the device executes atomic operations
 }
 

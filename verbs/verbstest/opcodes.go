@@ -469,7 +469,9 @@ func testInline(t *testing.T, tg Target) {
 	// (the size is over the QP's limit), not ErrNotSupported, which says
 	// the device has none.
 	q0 := f.pair(pairOpts{typ: verbs.RC})
-	if qa0, err := q0.A.QP.Query(); err == nil && qa0.Cap.MaxInlineData == 0 {
+	if qa0, err := q0.A.QP.Query(); err != nil || qa0.Cap.MaxInlineData != 0 {
+		t.Logf("not checked: inline data on a qp created with max_inline_data 0, which reports %d (%v)", qa0.Cap.MaxInlineData, err)
+	} else {
 		n, err := q0.A.QP.PostSend([]verbs.SendWR{q0.sendWR(5, verbs.OpSend, verbs.SendSignaled|verbs.SendInline, sge(q0.A.MR, 0, 16))})
 		if wantErr(t, "inline send of 16 bytes on a qp with max_inline_data 0", err, errEINVAL) && n != 0 {
 			t.Errorf("%d queued", n)
