@@ -35,7 +35,7 @@ type latRun struct {
 	prev int64
 	// stopped is set when ctx ends (an interrupt): the loop reads it
 	// before every post, a load where ctx.Err() would take a lock.
-	stopped     atomic.Bool
+	stopped atomic.Bool
 	unwatch func() bool
 }
 
