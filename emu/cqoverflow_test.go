@@ -32,11 +32,14 @@ func TestRecvCQOverflow(t *testing.T) {
 				f := newWireFixture(t, 170)
 				x, y = f.b, f.a
 			}
-			// The requester's ACK timeout: 4.096 µs << 8, about 1 ms.
+			// The requester's ACK timeout: 4.096 µs << 12, about 17 ms,
+			// its 8 transmissions 134 ms: long enough for a responder
+			// thread descheduled on a loaded machine (1 ms was not),
+			// short enough for the overflow's RETRY_EXC_ERR.
 			if err := x.qp.Modify(&verbs.QPAttr{State: verbs.StateReset}, verbs.AttrState); err != nil {
 				t.Fatal(err)
 			}
-			if err := x.connectWith(y.info(), 8, 7); err != nil {
+			if err := x.connectWith(y.info(), 12, 7); err != nil {
 				t.Fatal(err)
 			}
 			recv := []verbs.RecvWR{{SGL: []verbs.SGE{{Addr: y.mr.Addr(), Length: 64, LKey: y.mr.LKey()}}}}
