@@ -120,6 +120,12 @@ func TestPeerFrozen(t *testing.T) {
 				_ = victim.cmd.Process.Kill()
 				_, _ = victim.wait()
 			}()
+			// A survivor still running well past its bound is asked
+			// for its goroutines' stacks (SIGQUIT), which ends tells.
+			quit := time.AfterFunc(c.bound+slack+10*time.Second, func() {
+				_ = exec.Command("kill", "-QUIT", strconv.Itoa(survivor.cmd.Process.Pid)).Run()
+			})
+			defer quit.Stop()
 			ends(t, survivor, frozen, c.bound)
 		})
 	}
