@@ -209,6 +209,19 @@ func (q *qp) execute() {
 	q.executeSlow()
 }
 
+// msgLen is the length of w's message: its inline bytes, or the sum of
+// its SGEs (checked by the execution that succeeded).
+func msgLen(w pvrdma.SendWQE) uint32 {
+	if w.Flags()&pvrdma.FlagInline != 0 {
+		return w.TotalLen()
+	}
+	var n uint32
+	for i := range w.NumSGE() {
+		n += w.SGE(i).Length
+	}
+	return n
+}
+
 // executeSlow is the general path: every opcode, QP type and error.
 func (q *qp) executeSlow() {
 	switch q.state() {
@@ -275,6 +288,11 @@ func (q *qp) executeSlow() {
 		}
 		q.retriesUsed = false
 		q.retryLeft, q.rnrLeft = int(q.attr.RetryCnt), int(q.attr.RNRRetry)
+		if q.typ != verbs.RC {
+			// An unreliable send completes with its length whatever
+			// became of it (rxe: the WQE's length), on every transport.
+			r.byteLen = msgLen(w)
+		}
 		if q.sigAll || w.Flags()&pvrdma.FlagSignaled != 0 {
 			q.dsq.SetConsumer(q.sqHead)
 			if !q.complete(w, r) {
