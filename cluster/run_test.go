@@ -493,25 +493,38 @@ func TestRankZeroStopped(t *testing.T) {
 	}
 }
 
-// TestRankTwice: a second rank with a number already taken is refused,
-// the message naming both hosts and their addresses (hosts may share a
-// name); the run goes on with the first.
-func TestRankTwice(t *testing.T) {
+// rankZero runs rank 0's side of a run of cfg in the background, on a
+// listener of 127.0.0.1 whose address it returns; coordinated waits for
+// its end.
+func rankZero(t *testing.T, ctx context.Context, cfg Config) (addr string, coordinated func() (*Results, error)) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	type outcome struct {
+		res *Results
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := Coordinate(ctx, ln, cfg)
+		done <- outcome{res, err}
+	}()
+	return ln.Addr().String(), func() (*Results, error) {
+		o := <-done
+		return o.res, o.err
+	}
+}
+
+// TestRankTwice: a second rank with a number already taken is refused,
+// the message naming both hosts and their addresses (hosts may share a
+// name); the run goes on with the first.
+func TestRankTwice(t *testing.T) {
 	cfg := Config{Size: 2, Pattern: AllPairs, BasePort: 20000, RendezvousTimeout: 10 * time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	addr := ln.Addr().String()
-	run := make(chan error, 1)
-	var res *Results
-	go func() {
-		var err error
-		res, err = Coordinate(ctx, ln, cfg)
-		run <- err
-	}()
+	addr, coordinated := rankZero(t, ctx, cfg)
 	first := make(chan error, 1)
 	go func() { first <- Join(ctx, addr, cfg, Member{Rank: 1, Host: "vm"}, healthy(1, nil)) }()
 	// The second comes once the first is in.
@@ -520,7 +533,8 @@ func TestRankTwice(t *testing.T) {
 	if err := Join(ctx, addr, cfg, Member{Rank: 0, Host: "vm"}, healthy(0, nil)); err != nil {
 		t.Errorf("rank 0's member: %v", err)
 	}
-	if err := <-run; err != nil {
+	res, err := coordinated()
+	if err != nil {
 		t.Errorf("run: %v", err)
 	}
 	if err := <-first; err != nil {
@@ -542,21 +556,10 @@ func TestRankTwice(t *testing.T) {
 // rank arrives (a rank started twice, whose hello is on its way) is told
 // why it is closed, and rank 0 lists it.
 func TestLateConnection(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := Config{Size: 2, Pattern: AllPairs, BasePort: 20000, RendezvousTimeout: 10 * time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	addr := ln.Addr().String()
-	run := make(chan error, 1)
-	var res *Results
-	go func() {
-		var err error
-		res, err = Coordinate(ctx, ln, cfg)
-		run <- err
-	}()
+	addr, coordinated := rankZero(t, ctx, cfg)
 	late, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -577,7 +580,8 @@ func TestLateConnection(t *testing.T) {
 			t.Errorf("rank: %v", err)
 		}
 	}
-	if err := <-run; err != nil {
+	res, err := coordinated()
+	if err != nil {
 		t.Errorf("run: %v", err)
 	}
 	if res == nil {

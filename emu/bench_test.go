@@ -309,6 +309,17 @@ func pingPong(tb testing.TB, e *endpoint, n int, initiator bool) {
 	}
 }
 
+// connectBoth connects x's QP to y's and y's to x's.
+func connectBoth(tb testing.TB, x, y *endpoint) {
+	tb.Helper()
+	if err := x.connect(y.info()); err != nil {
+		tb.Fatal(err)
+	}
+	if err := y.connect(x.info()); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // connectedPair opens emu0 and returns two RC endpoints connected to each
 // other, with recvs receives posted on both; closing them is left to tb's
 // cleanup.
@@ -319,12 +330,7 @@ func connectedPair(tb testing.TB, recvs int) (x, y *endpoint) {
 	x, y = newEndpoint(tb, ctx, 1<<16), newEndpoint(tb, ctx, 1<<16)
 	tb.Cleanup(y.close)
 	tb.Cleanup(x.close)
-	if err := x.connect(y.info()); err != nil {
-		tb.Fatal(err)
-	}
-	if err := y.connect(x.info()); err != nil {
-		tb.Fatal(err)
-	}
+	connectBoth(tb, x, y)
 	prepostRecvs(tb, x, recvs)
 	prepostRecvs(tb, y, recvs)
 	return x, y

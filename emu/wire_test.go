@@ -797,12 +797,7 @@ func TestDefaultTransportIsAuto(t *testing.T) {
 	x, y := newEndpoint(t, openWireDevice(t, a, ""), 4096), newEndpoint(t, openWireDevice(t, b, ""), 4096)
 	defer x.close()
 	defer y.close()
-	if err := x.connect(y.info()); err != nil {
-		t.Fatal(err)
-	}
-	if err := y.connect(x.info()); err != nil {
-		t.Fatal(err)
-	}
+	connectBoth(t, x, y)
 	if got := x.qp.(interface{ DataPath() string }).DataPath(); got != "memory copy (emulated device)" {
 		t.Errorf("data path %q, want memory copy", got)
 	}
@@ -894,12 +889,7 @@ func TestMixedTransportsOnOneHost(t *testing.T) {
 			y := newEndpoint(t, openWireDevice(t, a.Next(), c.forced), 1<<16)
 			defer x.close()
 			defer y.close()
-			if err := x.connect(y.info()); err != nil {
-				t.Fatal(err)
-			}
-			if err := y.connect(x.info()); err != nil {
-				t.Fatal(err)
-			}
+			connectBoth(t, x, y)
 			if got := x.qp.(interface{ DataPath() string }).DataPath(); !strings.HasPrefix(got, c.want) {
 				t.Errorf("auto side's data path %q, want %q...", got, c.want)
 			}
