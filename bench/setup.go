@@ -85,6 +85,12 @@ func (s *session) connect(ctx context.Context) error {
 				s.ready(ln.Addr().Port)
 			}
 			s.conn, err = ln.Accept(ctx, occfg)
+			if s.lnHold != nil && s.runNo >= s.cfg.Repeat {
+				// The series' last run: a client given a larger
+				// --repeat is refused at once, not taken into the
+				// backlog of a listener about to close.
+				_ = ln.Close()
+			}
 		}
 	} else {
 		if s.full() && s.server {
