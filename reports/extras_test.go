@@ -161,6 +161,22 @@ func TestRepeats(t *testing.T) {
 	if rep1, _ := SummarizeRepeats(runs[:5], 0.95, 2000, 200); !rep1.Converged {
 		t.Error("200%: not converged")
 	}
+	// "converged" is null in JSON without a target (there was none to
+	// reach), a boolean with one; both read back.
+	for _, c := range []struct {
+		target float64
+		want   string
+	}{{0, `"converged":null`}, {200, `"converged":true`}, {2, `"converged":false`}} {
+		r, _ := SummarizeRepeats(runs[:5], 0.95, 2000, c.target)
+		b, err := json.Marshal(r)
+		if err != nil || bytes.Count(b, []byte(`"converged"`)) != 1 || !bytes.Contains(b, []byte(c.want)) {
+			t.Errorf("target %v: %s %v, want %s", c.target, b, err, c.want)
+		}
+		var back Repeats
+		if err := json.Unmarshal(b, &back); err != nil || back.Converged != r.Converged || len(back.Rows) != len(r.Rows) {
+			t.Errorf("target %v: read back %+v %v", c.target, back, err)
+		}
+	}
 	// Runs that measured nothing do not count: one valid value of five
 	// has an interval of no width, which is no evidence.
 	sparse := make([]Run, len(runs))

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -19,10 +20,24 @@ type Repeats struct {
 	Resamples int     `json:"bootstrap_resamples"`
 	// TargetPercent is --repeat_ci: the half-width of the interval, in
 	// percent of the median, at which the runs stop (NaN: a fixed count).
-	// Converged tells whether every size reached it.
+	// Converged tells whether every size reached it: false without a
+	// target, and null in JSON then, since there was nothing to reach.
 	TargetPercent Num         `json:"target_half_width_percent"`
 	Converged     bool        `json:"converged"`
 	Rows          []RepeatRow `json:"rows"`
+}
+
+// MarshalJSON writes Converged as null when there is no target.
+func (r Repeats) MarshalJSON() ([]byte, error) {
+	type plain Repeats
+	v := struct {
+		plain
+		Converged *bool `json:"converged"`
+	}{plain: plain(r)}
+	if r.TargetPercent.Valid() {
+		v.Converged = &r.Converged
+	}
+	return json.Marshal(v)
 }
 
 // RepeatRow is one metric of one size and side over the runs.
@@ -123,6 +138,8 @@ func SummarizeRepeats(runs []Run, level float64, resamples int, target float64) 
 	}()
 	if target > 0 {
 		rep.TargetPercent = Num(target)
+	} else {
+		rep.Converged = false
 	}
 	type key struct {
 		side string
