@@ -22,6 +22,7 @@ import (
 	"github.com/pvperf/pvperf/internal/comparecli"
 	"github.com/pvperf/pvperf/internal/reportcli"
 	"github.com/pvperf/pvperf/internal/setupcli"
+	"github.com/pvperf/pvperf/internal/version"
 )
 
 func main() {
@@ -51,7 +52,7 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		usage(stdout)
 		return 0
 	case "-V", "--version", "version":
-		fmt.Fprintf(stdout, "pvperf %s\n", cli.Version)
+		fmt.Fprintf(stdout, "pvperf %s\n", version.Version)
 		return 0
 	case "links":
 		return links(argv[2:], stdout, stderr)
@@ -107,7 +108,15 @@ func dispatch(name, prog string, args []string, stdout, stderr io.Writer) int {
 // under each test's perftest name and pvperf name: relative when the
 // binary is in that directory, else absolute.
 func links(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 {
+	switch {
+	case len(args) == 1 && (args[0] == "-h" || args[0] == "--help"):
+		fmt.Fprintln(stdout, "usage: pvperf links DIR")
+		return 0
+	case len(args) == 1 && strings.HasPrefix(args[0], "-"):
+		// A directory whose name begins with - is given as ./-name.
+		fmt.Fprintf(stderr, "pvperf: links: unknown option %q\nusage: pvperf links DIR\n", args[0])
+		return 2
+	case len(args) != 1:
 		fmt.Fprintln(stderr, "usage: pvperf links DIR")
 		return 2
 	}

@@ -45,8 +45,23 @@ func TestDispatchByName(t *testing.T) {
 	if rc, _, e := call("pvperf", "write_bw", "--no-such-option"); rc == 0 || !strings.HasPrefix(e, "pvperf write_bw: unrecognized option '--no-such-option'\n") {
 		t.Errorf("bad option: exit %d, stderr %q", rc, e)
 	}
-	if rc, o, e := call("pvperf", "cm_setup", "-V"); rc != 0 || !strings.HasPrefix(o, "cm_setup (pvperf) ") {
-		t.Errorf("pvperf cm_setup -V: exit %d, stdout %q, stderr %q", rc, o, e)
+	// Every other command prints pvperf's version with -V and
+	// --version, on stdout, and exits 0.
+	for _, c := range []struct{ argv, want string }{
+		{"pvperf cm_setup", "cm_setup (pvperf) devel\n"},
+		{"pvperf devinfo", "devinfo (pvperf) devel\n"},
+		{"/usr/bin/devinfo", "devinfo (pvperf) devel\n"},
+		{"pvperf report", "report (pvperf) devel\n"},
+		{"pvperf cluster", "pvperf devel\n"},
+		{"pvperf compare", "pvperf devel\n"},
+		{"pvperf", "pvperf devel\n"},
+	} {
+		for _, v := range []string{"-V", "--version"} {
+			argv := append(strings.Fields(c.argv), v)
+			if rc, o, e := call(argv...); rc != 0 || o != c.want || e != "" {
+				t.Errorf("%q: exit %d, stdout %q, stderr %q, want 0 and %q", argv, rc, o, e, c.want)
+			}
+		}
 	}
 	if rc, _, e := call("pvperf", "report", "/nonexistent.json"); rc == 0 || !strings.Contains(e, "nonexistent.json") {
 		t.Errorf("report of a missing file: exit %d, stderr %q", rc, e)
@@ -70,6 +85,13 @@ func TestUnknownAndMissingCommand(t *testing.T) {
 }
 
 func TestLinks(t *testing.T) {
+	// An option is no directory: nothing is linked in "./-V".
+	if rc, _, e := call("pvperf", "links", "-V"); rc != 2 || !strings.Contains(e, `unknown option "-V"`) {
+		t.Errorf("links -V: exit %d, stderr %q", rc, e)
+	}
+	if rc, o, _ := call("pvperf", "links", "--help"); rc != 0 || o != "usage: pvperf links DIR\n" {
+		t.Errorf("links --help: exit %d, stdout %q", rc, o)
+	}
 	dir := t.TempDir()
 	if rc, _, e := call("pvperf", "links", dir); rc != 0 {
 		t.Fatalf("links: exit %d: %s", rc, e)

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pvperf/pvperf/devices"
+	"github.com/pvperf/pvperf/internal/version"
 	"github.com/pvperf/pvperf/verbs"
 )
 
@@ -30,6 +31,7 @@ func DevInfo(args []string, stdout, stderr io.Writer) int {
 	list := fs.BoolP("list", "l", false, "print only the device names")
 	verbose := fs.BoolP("verbose", "v", false, "print every device and port attribute")
 	help := fs.BoolP("help", "h", false, "show this help")
+	ver := fs.BoolP("version", "V", false, "print pvperf's version")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: devinfo [options]\n"+
 			"  List the RDMA devices (kernel devices first, then emulated ones) with their\n"+
@@ -43,6 +45,10 @@ func DevInfo(args []string, stdout, stderr io.Writer) int {
 	}
 	if *help {
 		fs.Usage()
+		return 0
+	}
+	if *ver {
+		fmt.Fprintf(stdout, "devinfo (pvperf) %s\n", version.Version)
 		return 0
 	}
 	if fs.NArg() > 0 {

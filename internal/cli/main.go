@@ -11,15 +11,10 @@ import (
 	"github.com/pvperf/pvperf/bench"
 	"github.com/pvperf/pvperf/devices"
 	"github.com/pvperf/pvperf/internal/interrupt"
+	"github.com/pvperf/pvperf/internal/version"
 	"github.com/pvperf/pvperf/reports"
 	"github.com/pvperf/pvperf/verbs"
 )
-
-// Version is pvperf's own version, printed by -V after the perftest
-// protocol version. Release builds set it with
-//
-//	go build -ldflags "-X github.com/pvperf/pvperf/internal/cli.Version=1.2.3"
-var Version = "devel"
 
 // Main runs test ("write_bw", ...) with the command line args (without the
 // program name), as perftest's main does: it parses and checks the
@@ -94,7 +89,7 @@ func Run(ctx context.Context, cfg bench.Config, stdout, stderr io.Writer) (repor
 	if !ok {
 		return reports.Run{}, fmt.Errorf("no device %q: %w", cfg.Device, errReported)
 	}
-	cfg.PvperfVersion = Version
+	cfg.PvperfVersion = version.Version
 	if cfg.RunInfinitely && cfg.StopTraffic == nil {
 		// perftest's SIGINT handler ends the endless loop, and the run
 		// then ends as usual.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pvperf/pvperf/bench"
+	"github.com/pvperf/pvperf/internal/version"
 	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/verbs"
 )
@@ -294,7 +295,7 @@ func options() *optTable {
 			fmt.Fprintf(p.stdout, "Version: %s\n", bench.ProtocolVersion)
 			return ErrVersion
 		}
-		fmt.Fprintf(p.stdout, "Version: %s (pvperf %s)\n", bench.ProtocolVersion, Version)
+		fmt.Fprintf(p.stdout, "Version: %s (pvperf %s)\n", bench.ProtocolVersion, version.Version)
 		return ErrVersion
 	}})
 	add(&opt{long: "report-cycles", short: 'C', rel: relLAT, set: func(p *parser, _ string) error {

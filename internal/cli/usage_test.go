@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/pvperf/pvperf/internal/version"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -110,9 +112,9 @@ func TestVersion(t *testing.T) {
 	if r := parse(t, "write_bw", "--perftest_output -V"); !errors.Is(r.err, ErrVersion) || r.stdout != "Version: 6.29\n" {
 		t.Errorf("--perftest_output -V: err %v, %q, want %q", r.err, r.stdout, "Version: 6.29\n")
 	}
-	old := Version
-	Version = "1.2.3"
-	defer func() { Version = old }()
+	old := version.Version
+	version.Version = "1.2.3"
+	defer func() { version.Version = old }()
 	if r := parse(t, "write_bw", "-V"); r.stdout != "Version: 6.29 (pvperf 1.2.3)\n" {
 		t.Errorf("with Version set: %q", r.stdout)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/pvperf/pvperf/internal/cli"
 	"github.com/pvperf/pvperf/internal/interrupt"
 	"github.com/pvperf/pvperf/internal/outfile"
+	"github.com/pvperf/pvperf/internal/version"
 	"github.com/pvperf/pvperf/launch"
 	"github.com/pvperf/pvperf/perftest"
 	"github.com/pvperf/pvperf/reports"
@@ -121,6 +122,7 @@ func parse(args []string, stdout, stderr io.Writer) (o options, code int, ok boo
 	fs.StringVar(&o.htmlFile, "out_html", "", "rank 0 writes an HTML page with the matrix as a heatmap to `FILE`")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "every rank copies its tests' output to its standard error")
 	help := fs.BoolP("help", "h", false, "print this help")
+	ver := fs.BoolP("version", "V", false, "print pvperf's version")
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	fail := func(format string, a ...any) (options, int, bool) {
 		fmt.Fprintf(stderr, "pvperf cluster: %s\nRun 'pvperf cluster --help' for usage.\n", fmt.Sprintf(format, a...))
@@ -133,6 +135,10 @@ func parse(args []string, stdout, stderr io.Writer) (o options, code int, ok boo
 		fs.SetOutput(stdout)
 		fmt.Fprint(stdout, usage)
 		fs.PrintDefaults()
+		return o, ExitOK, false
+	}
+	if *ver {
+		fmt.Fprintf(stdout, "pvperf %s\n", version.Version)
 		return o, ExitOK, false
 	}
 	if _, err := cluster.ParsePattern(o.pattern); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pvperf/pvperf/internal/outfile"
+	"github.com/pvperf/pvperf/internal/version"
 	"github.com/pvperf/pvperf/reports/estimate"
 )
 
@@ -52,6 +53,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
 	}
+	if errors.Is(err, errVersion) {
+		fmt.Fprintf(stdout, "pvperf %s\n", version.Version)
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "compare: %v\n", err)
 		return 2
@@ -69,6 +74,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// errVersion is parse's answer to -V.
+var errVersion = errors.New("version requested")
+
 func parse(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := pflag.NewFlagSet(Name, pflag.ContinueOnError)
@@ -81,6 +89,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.host, "host", "127.0.0.1", "the address the clients connect to (the servers' out-of-band port)")
 	fs.IntVarP(&o.port, "port", "p", 18515, "the servers' port, as the test options give it (-p)")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "the longest a run may take")
+	ver := fs.BoolP("version", "V", false, "print pvperf's version")
 	fs.DurationVar(&o.listen, "listen-timeout", 20*time.Second, "the longest a server may take to listen")
 	fs.StringVar(&o.jsonFile, "json", "", "write every value, the medians and the ratio to this JSON file")
 	fs.Usage = func() {
@@ -97,6 +106,9 @@ bootstrap confidence interval that resamples whole rounds.
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if *ver {
+		return nil, errVersion
 	}
 	pos := fs.Args()
 	dash := fs.ArgsLenAtDash()

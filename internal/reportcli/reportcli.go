@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pvperf/pvperf/internal/outfile"
+	"github.com/pvperf/pvperf/internal/version"
 	"github.com/pvperf/pvperf/reports"
 )
 
@@ -41,6 +42,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	html := fs.String("html", "", "write an HTML report with charts to `FILE`")
 	csvFile := fs.String("csv", "", "write CSV, one row per test, size and side, to `FILE`")
 	bench := fs.String("benchfmt", "", "write Go benchmark lines for benchstat to `FILE`")
+	ver := fs.BoolP("version", "V", false, "print pvperf's version")
 	noMerge := fs.Bool("no-merge", false, "keep every file a run of its own (by default, runs of the same setup\nwith different message sizes, such as one size per file, are joined into one)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
@@ -53,6 +55,10 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "report: %v\n", err)
 		fmt.Fprint(stderr, "Run 'report --help' for usage.\n")
 		return ExitUsage
+	}
+	if *ver {
+		fmt.Fprintf(stdout, "report (pvperf) %s\n", version.Version)
+		return ExitOK
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprint(stderr, "report: no result files given\n\n")

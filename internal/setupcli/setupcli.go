@@ -24,6 +24,7 @@ import (
 	"github.com/pvperf/pvperf/internal/cli"
 	"github.com/pvperf/pvperf/internal/interrupt"
 	"github.com/pvperf/pvperf/internal/outfile"
+	"github.com/pvperf/pvperf/internal/version"
 )
 
 // Name is the command's name.
@@ -139,7 +140,7 @@ func parse(args []string, stdout, stderr io.Writer) (o options, code int, ok boo
 		fs.PrintDefaults()
 		return o, ExitOK, false
 	case *ver:
-		fmt.Fprintf(stdout, "%s (pvperf) %s\n", Name, cli.Version)
+		fmt.Fprintf(stdout, "%s (pvperf) %s\n", Name, version.Version)
 		return o, ExitOK, false
 	case fs.NArg() > 1:
 		return fail("more than one server: %s", strings.Join(fs.Args(), " "))
@@ -313,7 +314,7 @@ func write(o options, results []*cmbench.Result, stdout io.Writer) error {
 		}
 	}
 	if o.jsonFile != "" {
-		if err := toFile(o.jsonFile, stdout, func(w io.Writer) error { return cmbench.WriteJSON(w, Name, cli.Version, results) }); err != nil {
+		if err := toFile(o.jsonFile, stdout, func(w io.Writer) error { return cmbench.WriteJSON(w, Name, version.Version, results) }); err != nil {
 			return err
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pvperf/pvperf/internal/cli"
+	"github.com/pvperf/pvperf/internal/version"
 )
 
 func call(args ...string) (int, string, string) {
@@ -48,7 +48,7 @@ func TestHelpAndVersion(t *testing.T) {
 	if rc, out, _ := call("-h"); rc != ExitOK || !strings.Contains(out, "Usage: cm_setup") || !strings.Contains(out, "--connections") {
 		t.Errorf("-h: exit %d, stdout %q", rc, out)
 	}
-	if rc, out, _ := call("-V"); rc != ExitOK || out != "cm_setup (pvperf) "+cli.Version+"\n" {
+	if rc, out, _ := call("-V"); rc != ExitOK || out != "cm_setup (pvperf) "+version.Version+"\n" {
 		t.Errorf("-V: exit %d, stdout %q", rc, out)
 	}
 }
