@@ -107,6 +107,7 @@ func (d *Device) Open() (verbs.Context, error) {
 	di.mtu = uint32(d.cfg.MTU)
 	di.ngid = uint32(len(c.gids))
 	di.netOnly = 0
+	store(&di.qkeyViol, 0)
 	if d.cfg.Addr.IsValid() && (d.cfg.Transport == TransportRoCE || d.cfg.Transport == TransportTCP) {
 		di.netOnly = 1
 	}
@@ -221,7 +222,9 @@ func (c *devContext) QueryPort(port int) (verbs.PortAttr, error) {
 	if port != 1 {
 		return verbs.PortAttr{}, c.err("query port", verbs.Errorf(unix.EINVAL, "no port %d", port))
 	}
-	return c.port, nil
+	a := c.port
+	a.QKeyViolCntr = load(&c.h.tab.devs[c.idx].qkeyViol)
+	return a, nil
 }
 
 func (c *devContext) QueryGID(port, index int) (verbs.GIDEntry, error) {

@@ -958,7 +958,11 @@ func (q *qp) execUD(w pvrdma.SendWQE, op pvrdma.Opcode, length uint64, data []by
 			return ok(0) // datagrams to nowhere are dropped
 		}
 	}
-	if r.ctx.typ != uint32(verbs.UD) || load(&r.ctx.qkey) != qkey || !route(q.dev(), av.GIDIndex, r.dev, av.DGID) {
+	if r.ctx.typ != uint32(verbs.UD) || !route(q.dev(), av.GIDIndex, r.dev, av.DGID) {
+		return ok(0)
+	}
+	if load(&r.ctx.qkey) != qkey {
+		r.dev.qkeyViolation()
 		return ok(0)
 	}
 	switch verbs.QPState(load(&r.ctx.state)) {

@@ -69,7 +69,21 @@ type devInfo struct {
 	// network (transport=roce or tcp): a peer in auto mode on this host
 	// then reaches it over the network too, not by memory copy.
 	netOnly uint32
-	_       [236]byte
+	// qkeyViol counts the UD datagrams dropped for a wrong Q_Key, by
+	// memory copy or from the network: the port's qkey_viol_cntr, 16 bits
+	// that stop at 0xFFFF as rdma_rxe's do (atomic).
+	qkeyViol uint32
+	_        [232]byte
+}
+
+// qkeyViolation counts a datagram dropped for its Q_Key.
+func (d *devInfo) qkeyViolation() {
+	for {
+		v := load(&d.qkeyViol)
+		if v >= 0xFFFF || atomic.CompareAndSwapUint32(&d.qkeyViol, v, v+1) {
+			return
+		}
+	}
 }
 
 // qpCtx is the device's context of one QP.

@@ -566,6 +566,7 @@ func (q *qp) udInput(src netip.Addr, p *roce.Packet) {
 	}
 	if p.QKey != load(&q.sh.qkey) {
 		wq.port.drop(dropQKey)
+		q.dev().qkeyViolation()
 		return
 	}
 	wq.rmu.Lock()

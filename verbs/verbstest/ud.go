@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/pvperf/pvperf/verbs"
 )
@@ -56,6 +57,35 @@ func testUD(t *testing.T, tg Target) {
 		postSend(t, a.QP, p.sendWR(3, verbs.OpSend, verbs.SendSignaled, sge(a.MR, 0, 64)))
 		poll1(t, a.SendCQ)
 		checkWC(t, "datagram with the right qkey", poll1(t, b.RecvCQ), wcWant{ID: 1, QPNum: b.QP.Num(), Opcode: verbs.WCRecv, Len: 104, GRH: true, SrcQP: a.QP.Num()})
+	})
+	run(t, "QKeyViolCounter", func(t *testing.T) {
+		// A datagram dropped for its Q_Key counts in the receiving
+		// port's qkey_viol_cntr (16 bits that stop at 0xFFFF).
+		f := newFixture(t, tg)
+		if !needUD(t, f) {
+			return
+		}
+		p := f.pair(pairOpts{typ: verbs.UD})
+		a, b := p.A, p.B
+		before := queryPort(t, f.ctx).QKeyViolCntr
+		postRecv(t, b.QP, verbs.RecvWR{ID: 1, SGL: []verbs.SGE{sge(b.MR, 0, 4096)}})
+		const n = 3
+		for i := range n {
+			w := p.sendWR(uint64(2+i), verbs.OpSend, verbs.SendSignaled, sge(a.MR, 0, 64))
+			w.RemoteQKey = 0x22222222
+			postSend(t, a.QP, w)
+			poll1(t, a.SendCQ)
+		}
+		expectNoWC(t, "datagram with a wrong qkey", b.RecvCQ, waitShort)
+		want := min(before+n, 0xFFFF)
+		after := queryPort(t, f.ctx).QKeyViolCntr
+		for deadline := time.Now().Add(time.Second); after < want && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond) // a datagram still on the wire
+			after = queryPort(t, f.ctx).QKeyViolCntr
+		}
+		if after < want || after > 0xFFFF {
+			t.Errorf("qkey_viol_cntr %d after %d datagrams with a wrong Q_Key, from %d", after, n, before)
+		}
 	})
 	run(t, "NoSuchQP", func(t *testing.T) {
 		f := newFixture(t, tg)
@@ -252,4 +282,13 @@ func checkIPv6GRH(t *testing.T, g []byte, sgid verbs.GIDEntry, dgid verbs.GID) {
 	if verbs.GID(g[24:40]) != dgid {
 		t.Errorf("GRH: destination GID %v, want %v", verbs.GID(g[24:40]), dgid)
 	}
+}
+
+func queryPort(t *testing.T, ctx verbs.Context) verbs.PortAttr {
+	t.Helper()
+	a, err := ctx.QueryPort(1)
+	if err != nil {
+		t.Fatalf("query port 1: %v", err)
+	}
+	return a
 }
