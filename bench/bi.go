@@ -29,7 +29,10 @@ func (e *endpoint) runBi(ctx context.Context, r *receiver, m *msgPlan, peak, ser
 	if duration {
 		tot = 0
 	}
-	sm := newSamples(peak && !duration, tot)
+	sm, serr := newSamples(peak && !duration, tot)
+	if serr != nil {
+		return sm, serr
+	}
 	if !duration {
 		sm.startCPU()
 	}

@@ -191,7 +191,10 @@ func (e *endpoint) runBW(ctx context.Context, m *msgPlan, peak bool) (samples, e
 		iters = 0
 	}
 	tot := iters * uint64(nq)
-	sm := newSamples(peak && !duration, tot)
+	sm, serr := newSamples(peak && !duration, tot)
+	if serr != nil {
+		return sm, serr
+	}
 	fill := cfg.fillCount()
 	cqp := newPoller(cfg)
 	cqMod := uint64(cfg.CQMod)

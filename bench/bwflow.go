@@ -276,6 +276,7 @@ func (s *session) measure(ctx context.Context, m *msgPlan, r *receiver, bi, rece
 		sm, err = s.ep.runBWServer(ctx, r)
 	}
 	stop()
+	defer sm.release()
 	if err != nil {
 		return reports.BWResult{}, s.peerErr(ctx, runErr(err, "run_iter_bw"))
 	}

@@ -39,7 +39,7 @@ type latRun struct {
 	unwatch func() bool
 }
 
-func (e *endpoint) newLatRun(ctx context.Context, m *msgPlan, server bool) *latRun {
+func (e *endpoint) newLatRun(ctx context.Context, m *msgPlan, server bool) (*latRun, error) {
 	cfg := e.cfg
 	s := e.newSender(m)
 	l := &latRun{e: e, ctx: ctx, wr: s.wrs[0][:1], server: server, iters: cfg.Iters, duration: cfg.Duration > 0}
@@ -59,9 +59,13 @@ func (e *endpoint) newLatRun(ctx context.Context, m *msgPlan, server bool) *latR
 		l.sm.tposted = make([]int64, 1)
 		l.sm.tcompleted = make([]int64, 1)
 	} else {
-		l.sm.tposted = make([]int64, cfg.Iters)
+		var err error
+		if l.sm.tposted, l.sm.free, err = stamps(cfg.Iters); err != nil {
+			l.unwatch()
+			return nil, err
+		}
 	}
-	return l
+	return l, nil
 }
 
 func (l *latRun) ended() bool { return l.duration && l.dc.state.Load() == stateEnd }
@@ -171,7 +175,10 @@ func (l *latRun) pollOne(cq verbs.CQ, ch verbs.CompChannel, events bool) (*verbs
 // side waits for a message, reposts the receive, then sends.
 func (e *endpoint) runLatSend(ctx context.Context, r *receiver, m *msgPlan, server bool) (samples, error) {
 	cfg := e.cfg
-	l := e.newLatRun(ctx, m, server)
+	l, lerr := e.newLatRun(ctx, m, server)
+	if lerr != nil {
+		return samples{}, lerr
+	}
 	w := &l.wr[0]
 	imm := cfg.Verb == perftest.SendImm
 	sizePerQP := uint64(cfg.RxDepth)
@@ -256,7 +263,10 @@ func (l *latRun) reapSend(scnt uint64, events bool) error {
 // receive buffer for the peer's; the server writes first.
 func (e *endpoint) runLatWrite(ctx context.Context, m *msgPlan, server bool) (samples, error) {
 	cfg := e.cfg
-	l := e.newLatRun(ctx, m, server)
+	l, lerr := e.newLatRun(ctx, m, server)
+	if lerr != nil {
+		return samples{}, lerr
+	}
 	l.wr[0].Flags |= verbs.SendSignaled
 	n := cfg.NumQPs
 	postBuf := e.buf[m.size-1:]
@@ -296,7 +306,10 @@ func (e *endpoint) runLatWrite(ctx context.Context, m *msgPlan, server bool) (sa
 // immediate instead of polling memory.
 func (e *endpoint) runLatWriteImm(ctx context.Context, r *receiver, m *msgPlan, server bool) (samples, error) {
 	cfg := e.cfg
-	l := e.newLatRun(ctx, m, server)
+	l, lerr := e.newLatRun(ctx, m, server)
+	if lerr != nil {
+		return samples{}, lerr
+	}
 	l.wr[0].Flags |= verbs.SendSignaled
 	sizePerQP := uint64(cfg.RxDepth)
 	if cfg.UseSRQ {
@@ -346,7 +359,10 @@ func (e *endpoint) runLatWriteImm(ctx context.Context, r *receiver, m *msgPlan, 
 // atomic at a time and waits for its completion; a full round trip each.
 func (e *endpoint) runLatReadAtomic(ctx context.Context, m *msgPlan) (samples, error) {
 	cfg := e.cfg
-	l := e.newLatRun(ctx, m, false)
+	l, lerr := e.newLatRun(ctx, m, false)
+	if lerr != nil {
+		return samples{}, lerr
+	}
 	l.wr[0].Flags |= verbs.SendSignaled
 	var scnt uint64
 	for scnt < l.iters || (l.duration && !l.ended()) {

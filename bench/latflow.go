@@ -11,6 +11,7 @@ import (
 // latResult turns latency samples into perftest's numbers and prints them.
 func (s *session) latReport(size int, sm samples, m0 cpuMark) error {
 	cfg := &s.cfg
+	defer sm.release()
 	s.keepCPU(size, m0, sm, cfg.Iters)
 	rtt := cfg.Verb.RTTFactor()
 	if cfg.Duration > 0 {
@@ -67,6 +68,7 @@ func (s *session) runSendLat(ctx context.Context) error {
 		sm, err := s.ep.runLatSend(ctx, r, m, s.server)
 		stop()
 		if err != nil {
+			sm.release()
 			return s.peerErr(ctx, runErr(err, "run_iter_lat_send"))
 		}
 		if err := s.latReport(m.size, sm, m0); err != nil {
@@ -116,6 +118,7 @@ func (s *session) runWriteLat(ctx context.Context) error {
 			stop()
 		}
 		if err != nil {
+			sm.release()
 			return s.peerErr(ctx, runErr(err, "run_iter_lat_write"))
 		}
 		if err := s.latReport(m.size, sm, m0); err != nil {
@@ -165,6 +168,7 @@ func (s *session) runReadAtomicLat(ctx context.Context) error {
 		sm, err := s.ep.runLatReadAtomic(ctx, m)
 		stop()
 		if err != nil {
+			sm.release()
 			return s.peerErr(ctx, runErr(err, "run_iter_lat"))
 		}
 		if err := s.latReport(m.size, sm, m0); err != nil {

@@ -2,10 +2,13 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
 	"github.com/pvperf/pvperf/internal/clock"
+	"github.com/pvperf/pvperf/internal/unix"
 	"github.com/pvperf/pvperf/reports"
 	"github.com/pvperf/pvperf/reports/hdr"
 )
@@ -39,17 +42,53 @@ type samples struct {
 	// hist is a latency loop's histogram of the times between posts (nil
 	// without one).
 	hist *hdr.Histogram
+	// free gives back the memory of the timestamps (nil: nothing to
+	// give back): they are not used after.
+	free func()
+}
+
+// release frees the timestamps' memory, once they have been turned into
+// results (or the run failed).
+func (sm *samples) release() {
+	if sm.free != nil {
+		sm.free()
+		sm.free, sm.tposted, sm.tcompleted = nil, nil, nil
+	}
+}
+
+// stamps allocates n timestamps; for many, outside the Go heap (see
+// unix.Int64s): zeroed pages as the loop first writes them, instead of a
+// heap block cleared whole before the loop, which for perftest's largest
+// -n took long enough that an interrupt went unseen past its grace.
+func stamps(n uint64) ([]int64, func(), error) {
+	if n > math.MaxInt/8 {
+		return nil, nil, fmt.Errorf("%d timestamps: too many for memory", n)
+	}
+	t, free, err := unix.Int64s(int(n))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%d timestamps: %w", n, err)
+	}
+	return t, free, nil
 }
 
 // newSamples allocates a bandwidth loop's timestamps for tot messages: one
 // per message with perMessage (the peak is measured), else the start and
 // the end.
-func newSamples(perMessage bool, tot uint64) samples {
+func newSamples(perMessage bool, tot uint64) (samples, error) {
 	n := uint64(1)
 	if perMessage {
 		n = tot
 	}
-	return samples{tposted: make([]int64, n), tcompleted: make([]int64, n)}
+	posted, freeP, err := stamps(n)
+	if err != nil {
+		return samples{}, err
+	}
+	completed, freeC, err := stamps(n)
+	if err != nil {
+		freeP()
+		return samples{}, err
+	}
+	return samples{tposted: posted, tcompleted: completed, free: func() { freeP(); freeC() }}, nil
 }
 
 // startCPU marks the process's CPU at the start of an iteration run's

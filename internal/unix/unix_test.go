@@ -322,3 +322,33 @@ func TestWriteCommand(t *testing.T) {
 		t.Fatalf("closed descriptor: %d, %v; want 0, EBADF", n, err)
 	}
 }
+
+// TestInt64s: a large array is zeroed memory outside the Go heap, written
+// and freed; a small one is a Go slice.
+func TestInt64s(t *testing.T) {
+	const n = 1 << 28 // 2 GiB, far more than the heap of this test
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	s, free, err := Int64s(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if len(s) != n || s[0] != 0 || s[n/2] != 0 || s[n-1] != 0 {
+		t.Fatalf("len %d, s[0] %d s[n/2] %d s[n-1] %d", len(s), s[0], s[n/2], s[n-1])
+	}
+	if grown := after.HeapSys - before.HeapSys; grown >= n*8 {
+		t.Errorf("the heap grew by %d bytes for %d int64s", grown, n)
+	}
+	s[n-1] = 7
+	free()
+	free() // a second call does nothing
+	small, free, err := Int64s(100)
+	if err != nil || len(small) != 100 {
+		t.Fatalf("small: len %d, %v", len(small), err)
+	}
+	free()
+	if _, _, err := Int64s(-1); err == nil {
+		t.Error("a negative count: no error")
+	}
+}
