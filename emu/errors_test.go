@@ -302,3 +302,34 @@ func TestDestroyDuringDelivery(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseWithCQLockHeld: a QP closes even while its CQ's lock is held
+// by a process that neither releases it nor dies (a peer stopped with
+// SIGSTOP in the middle of a delivery): its completions stay in the CQ.
+func TestCloseWithCQLockHeld(t *testing.T) {
+	ctx := openBench(t)
+	t.Cleanup(func() { ctx.Close() })
+	x := newEndpoint(t, ctx, 4096)
+	t.Cleanup(x.close)
+	c := x.scq.(*cq)
+	h := c.c.h
+	stopped := h.slot%(maxSlots-1) + 1 // another slot, whose process is not known dead
+	if !atomic.CompareAndSwapUint32(&c.view.ctx.lock, 0, stopped) {
+		t.Fatal("the CQ's lock is held")
+	}
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- x.qp.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+		if el := time.Since(start); el < purgeBound {
+			t.Errorf("closed in %v, before the lock's bound %v", el, purgeBound)
+		}
+	case <-time.After(purgeBound + 20*time.Second):
+		t.Fatal("the QP's close still waits for its CQ's lock")
+	}
+	atomic.StoreUint32(&c.view.ctx.lock, 0)
+}

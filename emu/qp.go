@@ -569,7 +569,9 @@ func (q *qp) reset() {
 	q.purgeCQs()
 }
 
-// purgeCQs removes this QP's completions from its CQs.
+// purgeCQs removes this QP's completions from its CQs. A CQ whose lock a
+// stopped peer process holds (it was delivering a completion when it
+// stopped) keeps them: see purgeBound.
 func (q *qp) purgeCQs() {
 	h := q.c.h
 	for _, c := range []*cq{q.scq, q.rcq} {

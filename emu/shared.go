@@ -247,17 +247,23 @@ func store(p *uint32, v uint32) { atomic.StoreUint32(p, v) }
 // that a waiter can take over a lock whose holder process died.
 type spinLock struct{ w *uint32 }
 
-func (l spinLock) lock(h *host) {
+func (l spinLock) lock(h *host) { l.lockWithin(h, 0) }
+
+// lockWithin takes the lock, or gives up after bound (0: never) and
+// returns false. A holder keeps the lock for the few instructions of a
+// delivery, so only a stopped process (SIGSTOP, a debugger) holds it
+// longer: one that died has it taken over, but a stopped one may go on.
+func (l spinLock) lockWithin(h *host, bound time.Duration) bool {
 	me := h.slot
 	if atomic.CompareAndSwapUint32(l.w, 0, me) {
-		return
+		return true
 	}
 	start := time.Time{}
 	for i := 0; ; i++ {
 		v := atomic.LoadUint32(l.w)
 		if v == 0 {
 			if atomic.CompareAndSwapUint32(l.w, 0, me) {
-				return
+				return true
 			}
 			continue
 		}
@@ -265,10 +271,16 @@ func (l spinLock) lock(h *host) {
 		if i%1024 == 1023 {
 			if start.IsZero() {
 				start = time.Now()
-			} else if time.Since(start) > 100*time.Millisecond && v != me && h.slotDead(v) {
+				continue
+			}
+			waited := time.Since(start)
+			if waited > 100*time.Millisecond && v != me && h.slotDead(v) {
 				if atomic.CompareAndSwapUint32(l.w, v, me) {
-					return
+					return true
 				}
+			}
+			if bound > 0 && waited > bound {
+				return false
 			}
 		}
 	}
@@ -297,5 +309,15 @@ type locker struct {
 
 func (k *locker) Lock()   { k.l.lock(k.h) }
 func (k *locker) Unlock() { k.l.unlock() }
+
+// LockBounded takes the lock unless its holder keeps it past
+// purgeBound (see pvrdma.BoundedLocker).
+func (k *locker) LockBounded() bool { return k.l.lockWithin(k.h, purgeBound) }
+
+// purgeBound is how long the removal of a QP's completions waits for
+// the lock of its CQ before leaving them: only a stopped peer process
+// holds that lock so long, and a QP closed because its peer stopped
+// answering must not wait for it for ever.
+const purgeBound = time.Second
 
 func lockerOf(h *host, w *uint32) *locker { return &locker{h: h, l: spinLock{w}} }

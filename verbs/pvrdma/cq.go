@@ -164,19 +164,33 @@ func (c *CQ) ReqNotify(solicitedOnly bool) {
 	c.uar.Write32(UARCQOffset, c.handle|v)
 }
 
+// A BoundedLocker is a device lock that may be given up on: LockBounded
+// reports whether it took the lock (which Unlock then releases).
+type BoundedLocker interface {
+	sync.Locker
+	LockBounded() bool
+}
+
 // Purge removes the CQEs of one QP handle from the ring, compacting it, as
 // the driver does after destroying or resetting a QP. The device must not
 // write CQEs meanwhile: Purge holds device, the device's lock for this CQ,
-// while it works (taken after the driver's own lock).
-func (c *CQ) Purge(handle uint32, device sync.Locker) {
+// while it works (taken after the driver's own lock). A BoundedLocker
+// that gives up leaves the ring as it is, and Purge returns false.
+func (c *CQ) Purge(handle uint32, device sync.Locker) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	device.Lock()
+	if b, ok := device.(BoundedLocker); ok {
+		if !b.LockBounded() {
+			return false
+		}
+	} else {
+		device.Lock()
+	}
 	defer device.Unlock()
 	head := c.ring.Consumer()
 	tail := c.ring.Producer()
 	if !c.ring.Valid(head) || !c.ring.Valid(tail) {
-		return
+		return true
 	}
 	// Walk from newest to oldest, moving kept CQEs towards the tail.
 	keep := tail
@@ -193,6 +207,7 @@ func (c *CQ) Purge(handle uint32, device sync.Locker) {
 		}
 	}
 	c.ring.SetConsumer(keep)
+	return true
 }
 
 // SRQConfig is what a backend tells NewSRQ about an SRQ it created.
