@@ -89,6 +89,7 @@ const (
 	qemuAligned  = "QEMU 7.2's pvrdma refuses a memory region that does not start on a page boundary: pvrdma_map_to_pdir (hw/rdma/vmw/pvrdma_cmd.c) rounds the length up to pages without the start's offset and finds one page too many (\"Invalid nchunks/length\")"
 	qemuLKey     = "QEMU's pvrdma checks local keys itself and completes a request with an unknown one with GENERAL_ERR (vendor error VENDOR_ERR_INVLKEY) without moving the QP to ERR (hw/rdma/rdma_backend.c, build_host_sge_array); a key of another PD gets its backend's LOC_QP_OP_ERR"
 	qemuNoEvents = "no asynchronous event (QP_FATAL, CQ_ERR, SRQ_LIMIT_REACHED) reaches the guest from QEMU's pvrdma (none within the suite's wait)"
+	qemuCounters = "QEMU's pvrdma answers QUERY_PORT with a zeroed struct in which it sets state, MTUs, table lengths, width and speed only (hw/rdma/vmw/pvrdma_cmd.c, query_port): qkey_viol_cntr stays 0"
 	qemuNotify   = "a CQ armed for completion events got none in 2s on QEMU's pvrdma (solicited flag dropped by rdma_backend_post_send; the unsolicited case is not explained)"
 )
 
@@ -134,6 +135,7 @@ var qemuPVRDMAQuirks = verbstest.Quirks{
 		"UD/GRH":                              qemuStaleAH,
 		"UD/RecvTooSmall":                     qemuStaleAH,
 		"UD/QKeyMismatch":                     qemuStaleAH,
+		"UD/QKeyViolCounter":                  qemuCounters,
 		"UD/NoSuchQP":                         qemuStaleAH,
 		"UD/MTU":                              qemuStaleAH,
 		"Errors/REM_ACCESS_ERR":               qemuSendOnly,
