@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -187,5 +188,15 @@ func TestRepeatedLoopback(t *testing.T) {
 	// A loaded machine may need more runs than MinRepeats.
 	if !regexp.MustCompile(`\n [5-8] runs: `).MatchString(out) || !strings.Contains(out, "target: interval within ±99% of the median, ") {
 		t.Errorf("output:\n%s", out)
+	}
+	// --interval_json to the standard output has every run's seconds,
+	// although only the first run's text is printed.
+	c = testConfig(perftest.Bandwidth, perftest.Write)
+	c.Repeat, c.Duration, c.Margin, c.IntervalJSON = 3, 1, 0, "-"
+	out = runLoop(t, dev, c)
+	for run := 1; run <= 3; run++ {
+		if !strings.Contains(out, fmt.Sprintf(`"sampled":true,"run":%d,`, run)) {
+			t.Errorf("no interval of run %d on the standard output:\n%s", run, out)
+		}
 	}
 }

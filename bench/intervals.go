@@ -48,7 +48,11 @@ func (s *session) openIntervals() (func() error, error) {
 	case "":
 		return func() error { return nil }, nil
 	case "-":
-		s.ivJSON = json.NewEncoder(s.out)
+		w := s.out
+		if s.ivOut != nil {
+			w = s.ivOut
+		}
+		s.ivJSON = json.NewEncoder(w)
 		return func() error { return nil }, nil
 	}
 	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC

@@ -59,7 +59,7 @@ func runRepeated(ctx context.Context, cfg Config, dev verbs.Device, out, errOut 
 			o = io.Discard
 		}
 		s, err := runOnce(ctx, cfg, dev, o, errOut, func(s *session) {
-			s.repeated, s.redial, s.runNo, s.lnHold = true, k > 0, k+1, hold
+			s.repeated, s.redial, s.runNo, s.lnHold, s.ivOut = true, k > 0, k+1, hold, out
 		})
 		if err != nil {
 			if k > 0 && !client && s != nil && !s.setupDone && errors.Is(err, oob.ErrPeerClosed) {
