@@ -10,6 +10,7 @@
 package main
 
 import (
+	"debug/buildinfo"
 	"fmt"
 	"io"
 	"os"
@@ -137,7 +138,9 @@ func links(args []string, stdout, stderr io.Writer) int {
 	// First every name is checked: a file that is not a link to a pvperf
 	// binary (a perftest built from source, another tool's link) is left
 	// as it is, and nothing is linked, rather than half of the names.
-	var conflicts []string
+	// A separate pvperf command under its own name (go build -o bin/
+	// ./cmd/... makes them) already is that command: it stays.
+	var conflicts, own []string
 	for _, n := range names {
 		p := filepath.Join(dir, n)
 		fi, err := os.Lstat(p)
@@ -145,13 +148,21 @@ func links(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		target, lerr := os.Readlink(p)
-		if fi.Mode()&os.ModeSymlink == 0 || lerr != nil || target != self && target != filepath.Base(self) && filepath.Base(target) != "pvperf" {
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0 && lerr == nil && (target == self || target == filepath.Base(self) || filepath.Base(target) == "pvperf"):
+		case fi.Mode().IsRegular() && ownCommand(p, n):
+			own = append(own, n)
+		default:
 			conflicts = append(conflicts, p)
 		}
 	}
 	if len(conflicts) > 0 {
 		fmt.Fprintf(stderr, "pvperf: links: not a link to pvperf, left as it is: %s\npvperf: links: nothing linked; remove these, or link elsewhere\n", strings.Join(conflicts, ", "))
 		return 1
+	}
+	if len(own) > 0 {
+		fmt.Fprintf(stderr, "pvperf: links: pvperf's own commands, left as they are: %s\n", strings.Join(own, ", "))
+		names = slices.DeleteFunc(names, func(n string) bool { return slices.Contains(own, n) })
 	}
 	// A link beside the binary names it relatively, so that the
 	// directory may be moved whole (a staged install).
@@ -177,6 +188,16 @@ func links(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// ownCommand reports whether the file at p is pvperf's command name built
+// on its own (./cmd/name of this module).
+func ownCommand(p, name string) bool {
+	bi, err := buildinfo.ReadFile(p)
+	return err == nil && bi.Path == modulePath+"/cmd/"+name
+}
+
+// modulePath is the module this binary belongs to.
+const modulePath = "github.com/pvperf/pvperf"
 
 func usage(w io.Writer) {
 	fmt.Fprintf(w, `Usage: pvperf COMMAND [OPTION]...

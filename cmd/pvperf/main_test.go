@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -135,6 +136,40 @@ func TestLinks(t *testing.T) {
 	}
 	if got, _ := os.Readlink(filepath.Join(dir, "report")); got != "/bin/true" {
 		t.Errorf("another tool's link replaced: report -> %q", got)
+	}
+}
+
+// TestLinksBesideOwnCommands: in a directory of the separate commands
+// (go build -o bin/ ./cmd/...), links leaves each command as it is and
+// links the names that are free.
+func TestLinksBesideOwnCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a command")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "devinfo"), "../devinfo")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/devinfo: %v\n%s", err, out)
+	}
+	// A command built from another module under that name is not ours.
+	if err := os.WriteFile(filepath.Join(dir, "report"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if rc, _, e := call("pvperf", "links", dir); rc == 0 || !strings.Contains(e, "report") || strings.Contains(e, "devinfo") {
+		t.Errorf("links beside another tool's report: exit %d, stderr %q", rc, e)
+	}
+	if err := os.Remove(filepath.Join(dir, "report")); err != nil {
+		t.Fatal(err)
+	}
+	rc, o, e := call("pvperf", "links", dir)
+	if rc != 0 || !strings.Contains(e, "pvperf's own commands, left as they are: devinfo\n") || strings.Contains(o, "devinfo") {
+		t.Fatalf("links beside devinfo: exit %d, stdout %q, stderr %q", rc, o, e)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "devinfo")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("devinfo replaced: %v %v", fi, err)
+	}
+	if _, err := os.Readlink(filepath.Join(dir, "ib_write_bw")); err != nil {
+		t.Errorf("ib_write_bw not linked: %v", err)
 	}
 }
 
