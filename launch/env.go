@@ -214,7 +214,7 @@ func (e *env) detect() (Info, error) {
 			}
 		}
 	default:
-		return info, fmt.Errorf("launch: %w: none of PMI_FD, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, JOB_COMPLETION_INDEX is set, and no --rank and --size", ErrNoLauncher)
+		return info, fmt.Errorf("launch: %w: none of PMI_FD, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMIX_RANK, PMI_RANK, JOB_COMPLETION_INDEX is set, and no --rank and --size", ErrNoLauncher)
 	}
 	info.Vars = e.vars
 	return info, err

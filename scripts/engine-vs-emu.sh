@@ -17,12 +17,15 @@
 set -euo pipefail
 
 rounds=${ROUNDS:-7}
-while getopts "r:" opt; do
+while getopts "r:h" opt; do
 	case $opt in
 	r) rounds=$OPTARG ;;
+	h) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "usage: $0 [-r ROUNDS]" >&2; exit 2 ;;
 	esac
 done
+shift $((OPTIND - 1))
+[ $# -eq 0 ] || { echo "engine-vs-emu: unexpected argument: $1" >&2; exit 2; }
 
 cd "$(dirname "$0")/.."
 out=$(mktemp -d)

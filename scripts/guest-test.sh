@@ -69,7 +69,7 @@
 # install what is missing (qemu-system-x86, cpio, iproute2, kmod) with
 # apt-get. The kernel that linux-image-amd64 depends on, busybox-static,
 # perftest and perftest's libraries are downloaded once into .cache/guest/
-# (ignored by git); later runs download nothing. A run takes about 8 to 9
+# (ignored by git); later runs download nothing. A run takes about 10 to 12
 # minutes (3 to 4 of them the wire group), nearly all of it in the guest
 # (everything there is emulated); the first run adds under a minute for
 # downloads and the Go build.

@@ -20,14 +20,17 @@
 set -euo pipefail
 
 bin= check= iters=2000
-while getopts "b:dn:" o; do
+while getopts "b:dn:h" o; do
 	case $o in
 	b) bin=$OPTARG ;;
 	d) check=1 ;;
 	n) iters=$OPTARG ;;
-	*) sed -n '2,16p' "$0" >&2; exit 2 ;;
+	h) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
+shift $((OPTIND - 1))
+[ $# -eq 0 ] || { echo "wire-netns: unexpected argument: $1" >&2; exit 2; }
 if ! command -v ip >/dev/null || ! command -v ss >/dev/null; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null
 fi

@@ -32,7 +32,8 @@ Every option perftest 6.29 accepts is in one of three states:
   written; other names are tests of the engine that record what the option
   changes in the calls to the device (QP attributes, work requests, polls).
 - **refused**: pvperf exits with status 1 and says why, in perftest's style
-  (` + "`--<option> is not supported by pvperf (<reason>)`" + `). The usage text (` + "`-h`" + `)
+  (` + "`--<option> is not supported by pvperf (<reason>)`" + `, or
+  ` + "`-<x>/--<option> ...`" + ` for an option with a short form). The usage text (` + "`-h`" + `)
   marks these options too.
 - **no effect**: accepted and ignored, only where perftest itself does nothing
   on the devices pvperf drives; the reason says why.
@@ -83,6 +84,9 @@ the spelling below, so a script meant for both should use it.
 			status = "implemented"
 			if _, ok := rows[o.long]; ok {
 				why = "`TestOptionBehaviour/" + o.long + "`"
+				if note := optionNotes[o.long]; note != "" {
+					why += "; " + note
+				}
 			} else {
 				// "Test; note": the test, then a note on its limits.
 				test, note, _ := strings.Cut(optionEvidence[o.long], "; ")
@@ -95,6 +99,13 @@ the spelling below, so a script meant for both should use it.
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", name, scope, status, why)
 	}
 	return b.String()
+}
+
+// optionNotes are notes on the limits of options that TestOptionBehaviour
+// shows.
+var optionNotes = map[string]string{
+	"data_validation":       "write_bw and read_bw only: send_bw and atomic_bw list it but refuse it, as perftest does (`--data_validation is only supported with WRITE or READ verb`)",
+	"data_validation_debug": "with `--data_validation` (alone it changes nothing, as in perftest)",
 }
 
 // TestOptionsDoc keeps docs/options.md equal to the option table.

@@ -175,7 +175,8 @@ func parse(args []string, stdout, stderr io.Writer) (o options, code int, ok boo
 	var perr bytes.Buffer
 	cfg, err := cli.Parse(o.test, append(append([]string(nil), o.testArgs...), "127.0.0.1"), io.Discard, &perr)
 	if err != nil {
-		return fail("%s %s: %s", o.test, strings.Join(o.testArgs, " "), strings.TrimSpace(perr.String()+" "+errText(err)))
+		cmdline := strings.Join(append([]string{o.test}, o.testArgs...), " ")
+		return fail("%s: %s", cmdline, strings.TrimSpace(perr.String()+" "+strings.TrimPrefix(errText(err), "cli: ")))
 	}
 	for _, bad := range []struct {
 		set  bool

@@ -27,7 +27,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{nil, "no test"},
 		{[]string{"--pattern", "star", "write_bw"}, "unknown pattern"},
-		{[]string{"write_bandwidth"}, "unknown test"},
+		{[]string{"write_bandwidth"}, `pvperf cluster: write_bandwidth: unknown test "write_bandwidth"`},
 		{[]string{"write_bw", "-a"}, "-a (one size per run)"},
 		{[]string{"write_bw", "--run_infinitely"}, "--run_infinitely (a pair's test must end)"},
 		{[]string{"write_bw", "--loopback"}, "--loopback"},
