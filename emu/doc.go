@@ -55,7 +55,9 @@
 // TCP port 4791 when a QP moves to RTR or an address handle is created,
 // and a RoCE v2 device (which listens there too) then sends to that peer
 // over TCP; each end of a TCP link first says, in a hello, whether it
-// receives over UDP as well. A RoCE v2 device creating an address handle
+// receives over UDP as well. A link has a reader and a writer goroutine;
+// senders, the reader's ACKs among them, queue frames for the writer and
+// never wait for the socket. A RoCE v2 device creating an address handle
 // asks the peer the same way; a kernel RoCE stack has no TCP port, and
 // stays on UDP. A QP's DataPath and the context's Transports say which.
 //

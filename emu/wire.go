@@ -124,9 +124,23 @@ type wirePort struct {
 	drops          [numDropReasons]atomic.Uint64
 }
 
+// A tcpLink is a connection to a peer's port. Its reader goroutine
+// (readTCP) handles the frames that arrive, and its writer goroutine
+// (writeTCP) writes the frames senders queue (sendTCP): a sender never
+// waits for the socket. A reader that answers a request (an ACK) queues
+// the answer too, so a reader never stops reading while its own link's
+// socket is full; if it wrote itself, two ends (or one end's link to
+// itself) whose readers each waited to write would wait for each other
+// until the write deadline, and the link would be lost.
 type tcpLink struct {
-	c  *net.TCPConn
-	mu sync.Mutex // serializes writes
+	c *net.TCPConn
+
+	mu     sync.Mutex // guards queue and dead
+	queue  []byte     // frames for the writer, in order
+	spare  []byte     // the writer's last buffer, for the next queue
+	dead   bool       // the writer has stopped: frames are dropped
+	wake   chan struct{}
+	closed chan struct{} // closed when the reader ends
 
 	// Each end of a link first sends a hello, a frame of one byte: 1 if
 	// its port receives RoCE v2 over UDP as well, 0 if over TCP only.
@@ -450,8 +464,9 @@ func (w *wirePort) flush(b *txBatch) {
 	}
 }
 
-// sendTCP writes frames (nseg of them) on the link to dst, connecting first
-// if need be.
+// sendTCP queues frames (nseg of them) on the link to dst, connecting
+// first if need be. A link whose queue holds tcpQueueMax bytes drops them,
+// as a full network queue would.
 func (w *wirePort) sendTCP(dst netip.Addr, frames []byte, nseg int) {
 	w.mu.Lock()
 	l := w.links[dst]
@@ -462,14 +477,69 @@ func (w *wirePort) sendTCP(dst netip.Addr, frames []byte, nseg int) {
 			return
 		}
 	}
-	l.mu.Lock()
-	_ = l.c.SetWriteDeadline(time.Now().Add(time.Second))
-	_, err := l.c.Write(frames)
-	l.mu.Unlock()
-	if err != nil {
+	if !l.enqueue(frames) {
 		w.drops[dropSend].Add(uint64(nseg))
-		l.c.Close()
 	}
+}
+
+// tcpQueueMax bounds the bytes queued on a link: the peer stopped reading.
+const tcpQueueMax = 32 << 20
+
+// tcpWriteTimeout is how long the writer waits for the peer to take a
+// write before it takes the link for lost.
+const tcpWriteTimeout = 5 * time.Second
+
+// enqueue appends frames to l's queue for its writer.
+func (l *tcpLink) enqueue(frames []byte) bool {
+	l.mu.Lock()
+	if l.dead || len(l.queue)+len(frames) > tcpQueueMax {
+		l.mu.Unlock()
+		return false
+	}
+	wasEmpty := len(l.queue) == 0
+	l.queue = append(l.queue, frames...)
+	l.mu.Unlock()
+	if wasEmpty {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// writeTCP writes what senders queue on l until its reader ends or a
+// write fails (the link is then closed, and its reader ends).
+func (w *wirePort) writeTCP(l *tcpLink) {
+	defer w.wg.Done()
+	var buf []byte
+	for {
+		l.mu.Lock()
+		buf, l.queue, l.spare = l.queue, l.spare[:0], nil
+		l.mu.Unlock()
+		if len(buf) == 0 {
+			l.mu.Lock()
+			l.spare = buf
+			l.mu.Unlock()
+			select {
+			case <-l.wake:
+				continue
+			case <-l.closed:
+			}
+			break
+		}
+		_ = l.c.SetWriteDeadline(time.Now().Add(tcpWriteTimeout))
+		if _, err := l.c.Write(buf); err != nil {
+			l.c.Close()
+			break
+		}
+		l.mu.Lock()
+		l.spare = buf[:0]
+		l.mu.Unlock()
+	}
+	l.mu.Lock()
+	l.dead, l.queue, l.spare = true, nil, nil
+	l.mu.Unlock()
 }
 
 // readUDP handles the datagrams that arrive while no thread polls the
@@ -639,7 +709,7 @@ const (
 func (w *wirePort) addLink(c *net.TCPConn, accepted bool) *tcpLink {
 	_ = c.SetNoDelay(true)
 	peer := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
-	l := &tcpLink{c: c, hello: make(chan struct{})}
+	l := &tcpLink{c: c, hello: make(chan struct{}), wake: make(chan struct{}, 1), closed: make(chan struct{})}
 	if accepted {
 		w.mu.Lock()
 		if w.closed {
@@ -667,9 +737,8 @@ func (w *wirePort) addLink(c *net.TCPConn, accepted bool) *tcpLink {
 	if w.kind == wireTCP {
 		mode = helloTCPOnly
 	}
-	// Under the link's write lock, nothing is sent on it before the hello.
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	// The hello is queued first: nothing is sent on the link before it.
+	l.queue = append(l.queue, 0, 1, mode)
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -681,13 +750,11 @@ func (w *wirePort) addLink(c *net.TCPConn, accepted bool) *tcpLink {
 		w.nLinks.Store(int32(len(w.links)))
 	}
 	w.allLinks[l] = true
-	w.wg.Add(1)
+	w.wg.Add(2)
 	w.mu.Unlock()
 	go w.readTCP(peer, l)
-	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte{0, 1, mode}); err != nil {
-		c.Close() // the reader forgets the link
-	}
+	go w.writeTCP(l)
+	l.wake <- struct{}{}
 	return l
 }
 
@@ -695,6 +762,7 @@ func (w *wirePort) readTCP(peer netip.Addr, l *tcpLink) {
 	defer w.wg.Done()
 	defer func() {
 		l.c.Close()
+		close(l.closed)
 		w.mu.Lock()
 		if w.links != nil && w.links[peer] == l {
 			delete(w.links, peer)

@@ -906,3 +906,49 @@ func TestMixedTransportsOnOneHost(t *testing.T) {
 		})
 	}
 }
+
+// TestWireTCPSelfLink: RDMA writes between two QPs of one TCP port, its
+// link to itself carrying the requests one way and the ACKs the other,
+// with the window full. The socket fills up while the requester writes,
+// and the reader must go on reading, ACKs to send or not: nothing is
+// dropped, retransmitted or given up.
+func TestWireTCPSelfLink(t *testing.T) {
+	ctx := openWireDevice(t, netip.AddrFrom4([4]byte{127, 0, 5, 150}), TransportTCP)
+	const msg, n = 1 << 16, 1024
+	x := newEndpoint(t, ctx, 1<<20)
+	y := newEndpoint(t, ctx, 1<<20)
+	t.Cleanup(x.close)
+	t.Cleanup(y.close)
+	connectBoth(t, x, y)
+	wr := []verbs.SendWR{{Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
+		SGL:        []verbs.SGE{{Addr: x.mr.Addr(), Length: msg, LKey: x.mr.LKey()}},
+		RemoteAddr: y.mr.Addr(), RKey: y.mr.RKey()}}
+	wc := make([]verbs.WC, 16)
+	posted, done := 0, 0
+	deadline := time.Now().Add(2 * time.Minute)
+	for done < n {
+		for posted < n && posted-done < 128 {
+			if _, err := x.qp.PostSend(wr); err != nil {
+				t.Fatal(err)
+			}
+			posted++
+		}
+		k, err := x.scq.Poll(wc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range wc[:k] {
+			if c.Status != verbs.WCSuccess {
+				t.Fatalf("write %d: %v", done, c.Status)
+			}
+			done++
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d writes completed in 2 minutes", done, n)
+		}
+	}
+	c := ctx.(*devContext).WireCounters()
+	if c["drop_send_error"] != 0 || c["drop_duplicate"] != 0 || c["drop_out_of_sequence"] != 0 {
+		t.Errorf("counters %v: packets lost on a TCP link", c)
+	}
+}
