@@ -60,11 +60,11 @@ type session struct {
 	bwPassed, ratePassed bool
 	// cyclesMHz is -C's cycles per microsecond, once known.
 	cyclesMHz float64
+	// ivOut is where "--interval_json -" writes its lines when it is
+	// not out: the standard output of a repeated series, whose later
+	// runs print no text.
+	ivOut io.Writer
 	// ivJSON writes --interval_json's lines (nil: none).
-	// ivOut is where "--interval_json -" writes them when it is not out:
-	// the standard output of a repeated series, whose later runs print
-	// no text.
-	ivOut  io.Writer
 	ivJSON *json.Encoder
 	// repeated marks a run of a repeated test: it writes no files (they
 	// come after the last run) and prints no additions; redial retries

@@ -25,6 +25,9 @@ type cq struct {
 	ch    *compChannel
 	view  cqView
 	users // QPs using this CQ
+	// stuck is set when a purge found the CQ's lock held by a stopped
+	// peer process: the CQ's memory is never reused (see Close).
+	stuck atomic.Bool
 }
 
 var _ verbs.CQ = (*cq)(nil)
@@ -125,10 +128,17 @@ func (q *cq) Close() error {
 	store(&ctx.gen, q.gen+1)
 	h.cqs[q.idx].Store(nil)
 	h.quiesce()
-	h.arena.free(q.buf)
-	h.mu.Lock()
-	h.freeCQ = append(h.freeCQ, q.idx)
-	h.mu.Unlock()
+	// A peer process stopped in the middle of a delivery holds the
+	// CQ's lock and writes the CQE when it goes on: then the CQ's
+	// memory and table entry are left to it, never reused.
+	l := spinLock{&ctx.lock}
+	if !q.stuck.Load() && l.lockWithin(h, purgeBound) {
+		l.unlock()
+		h.arena.free(q.buf)
+		h.mu.Lock()
+		h.freeCQ = append(h.freeCQ, q.idx)
+		h.mu.Unlock()
+	}
 	if q.ch != nil {
 		q.ch.unchild()
 	}
@@ -152,7 +162,8 @@ func (h *host) postCQE(v *cqView, e *pvrdma.CQE, solicited bool) bool {
 // under the CQ's lock, which the owner's purge of the CQ also takes after
 // changing the generation: a delivery that took its receive WQE before a
 // reset either completes before the purge, which removes it, or finds the
-// new generation and leaves nothing behind. It reports whether the CQ
+// new generation and leaves nothing behind (a purge that gave up on a
+// stopped peer's lock leaves its completion: see purgeBound). It reports whether the CQ
 // had no room for the completion (the CQ has then raised CQ_ERR).
 func (h *host) postRecvCQE(r *remote, e *pvrdma.CQE, solicited bool) (overflow bool) {
 	return h.postCQEIf(&r.cq, e, solicited, &r.ctx.gen, r.gen) == cqeFull

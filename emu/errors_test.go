@@ -3,6 +3,7 @@
 package emu
 
 import (
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -330,6 +331,18 @@ func TestCloseWithCQLockHeld(t *testing.T) {
 		}
 	case <-time.After(purgeBound + 20*time.Second):
 		t.Fatal("the QP's close still waits for its CQ's lock")
+	}
+	// The stopped process may still write into the QP's queues and the
+	// CQ: neither is reused.
+	qpIdx, cqIdx := x.qp.(*qp).idx, c.idx
+	if err := x.scq.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	reused := slices.Contains(h.freeQP, qpIdx) || slices.Contains(h.freeCQ, cqIdx)
+	h.mu.Unlock()
+	if reused {
+		t.Error("the QP's or the CQ's entry is free for reuse while a stopped process holds the CQ's lock")
 	}
 	atomic.StoreUint32(&c.view.ctx.lock, 0)
 }

@@ -961,13 +961,13 @@ func (q *qp) execUD(w pvrdma.SendWQE, op pvrdma.Opcode, length uint64, data []by
 	if r.ctx.typ != uint32(verbs.UD) || !route(q.dev(), av.GIDIndex, r.dev, av.DGID) {
 		return ok(0)
 	}
-	if load(&r.ctx.qkey) != qkey {
-		r.dev.qkeyViolation()
-		return ok(0)
-	}
 	switch verbs.QPState(load(&r.ctx.state)) {
 	case verbs.StateRTR, verbs.StateRTS, verbs.StateSQD, verbs.StateSQE:
 	default:
+		return ok(0)
+	}
+	if load(&r.ctx.qkey) != qkey { // after the state, as from the network
+		r.dev.qkeyViolation()
 		return ok(0)
 	}
 	return q.deliver(r, w, op, length, data, nil)

@@ -541,7 +541,8 @@ func (q *qp) checkValues(attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
 }
 
 // reset returns the QP to its state after creation: no work queued, no
-// completions left in its CQs.
+// completions left in its CQs (but for those of a peer process stopped
+// in the middle of a delivery: see purgeBound).
 func (q *qp) reset() {
 	h := q.c.h
 	q.LockSend()
@@ -569,17 +570,22 @@ func (q *qp) reset() {
 	q.purgeCQs()
 }
 
-// purgeCQs removes this QP's completions from its CQs. A CQ whose lock a
-// stopped peer process holds (it was delivering a completion when it
-// stopped) keeps them: see purgeBound.
-func (q *qp) purgeCQs() {
+// purgeCQs removes this QP's completions from its CQs, and reports
+// whether it could. A CQ whose lock a stopped peer process holds (it was
+// delivering a completion when it stopped) keeps them: see purgeBound.
+func (q *qp) purgeCQs() bool {
 	h := q.c.h
+	ok := true
 	for _, c := range []*cq{q.scq, q.rcq} {
-		c.CQ.Purge(q.handle, lockerOf(h, &c.view.ctx.lock))
+		if !c.CQ.Purge(q.handle, lockerOf(h, &c.view.ctx.lock)) {
+			ok = false
+			c.stuck.Store(true)
+		}
 		if q.scq == q.rcq {
 			break
 		}
 	}
+	return ok
 }
 
 func (q *qp) Close() error {
@@ -607,13 +613,19 @@ func (q *qp) Close() error {
 		q.UnlockSend()
 	}
 	h.quiesce()
-	q.purgeCQs()
-	c.qpt.Clear(q.handle)
-	h.arena.free(q.sbuf)
-	h.arena.free(q.rbuf)
-	h.mu.Lock()
-	h.freeQP = append(h.freeQP, q.idx)
-	h.mu.Unlock()
+	if q.purgeCQs() {
+		c.qpt.Clear(q.handle)
+		h.arena.free(q.sbuf)
+		h.arena.free(q.rbuf)
+		h.mu.Lock()
+		h.freeQP = append(h.freeQP, q.idx)
+		h.mu.Unlock()
+	}
+	// Else a stopped peer process is in the middle of a delivery to
+	// this QP: its completions may still come, and its queues may
+	// still be written when that process goes on. The QP's handle,
+	// table entry and queues stay as they are, never used again, so
+	// that its completions are still those of this QP.
 	q.scq.unuse()
 	q.rcq.unuse()
 	if q.srq != nil {

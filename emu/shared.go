@@ -71,7 +71,10 @@ type devInfo struct {
 	netOnly uint32
 	// qkeyViol counts the UD datagrams dropped for a wrong Q_Key, by
 	// memory copy or from the network: the port's qkey_viol_cntr, 16 bits
-	// that stop at 0xFFFF as rdma_rxe's do (atomic).
+	// that stop at 0xFFFF as rdma_rxe's do (atomic). Like the rest of
+	// devInfo it belongs to one open context: each context is a device
+	// of its own, with QPs and a port of its own, and another context
+	// (devinfo's, another process's) counts its own datagrams.
 	qkeyViol uint32
 	_        [232]byte
 }

@@ -68,7 +68,7 @@ const (
 	dropSequence                    // PSN ahead of the expected one (NAKed once)
 	dropDuplicate                   // duplicate request or stale response
 	dropNAKed                       // request refused with a NAK (access, invalid)
-	dropSend                        // the socket refused the packet
+	dropSend                        // the socket refused the packet, or the TCP link's queue was full
 	numDropReasons
 )
 
@@ -135,7 +135,7 @@ type wirePort struct {
 type tcpLink struct {
 	c *net.TCPConn
 
-	mu     sync.Mutex // guards queue and dead
+	mu     sync.Mutex // guards queue, spare and dead
 	queue  []byte     // frames for the writer, in order
 	spare  []byte     // the writer's last buffer, for the next queue
 	dead   bool       // the writer has stopped: frames are dropped
@@ -485,9 +485,12 @@ func (w *wirePort) sendTCP(dst netip.Addr, frames []byte, nseg int) {
 // tcpQueueMax bounds the bytes queued on a link: the peer stopped reading.
 const tcpQueueMax = 32 << 20
 
-// tcpWriteTimeout is how long the writer waits for the peer to take a
-// write before it takes the link for lost.
-const tcpWriteTimeout = 5 * time.Second
+// The writer writes at most tcpWriteChunk bytes at a time, and takes the
+// link for lost when the peer takes none of a chunk for tcpWriteTimeout.
+const (
+	tcpWriteChunk   = 1 << 20
+	tcpWriteTimeout = 5 * time.Second
+)
 
 // enqueue appends frames to l's queue for its writer.
 func (l *tcpLink) enqueue(frames []byte) bool {
@@ -504,6 +507,19 @@ func (l *tcpLink) enqueue(frames []byte) bool {
 		case l.wake <- struct{}{}:
 		default:
 		}
+	}
+	return true
+}
+
+// write writes b a chunk at a time, each within tcpWriteTimeout.
+func (l *tcpLink) write(b []byte) bool {
+	for len(b) > 0 {
+		n := min(len(b), tcpWriteChunk)
+		_ = l.c.SetWriteDeadline(time.Now().Add(tcpWriteTimeout))
+		if _, err := l.c.Write(b[:n]); err != nil {
+			return false
+		}
+		b = b[n:]
 	}
 	return true
 }
@@ -528,8 +544,7 @@ func (w *wirePort) writeTCP(l *tcpLink) {
 			}
 			break
 		}
-		_ = l.c.SetWriteDeadline(time.Now().Add(tcpWriteTimeout))
-		if _, err := l.c.Write(buf); err != nil {
+		if !l.write(buf) {
 			l.c.Close()
 			break
 		}
@@ -753,8 +768,7 @@ func (w *wirePort) addLink(c *net.TCPConn, accepted bool) *tcpLink {
 	w.wg.Add(2)
 	w.mu.Unlock()
 	go w.readTCP(peer, l)
-	go w.writeTCP(l)
-	l.wake <- struct{}{}
+	go w.writeTCP(l) // its first pass writes the hello
 	return l
 }
 

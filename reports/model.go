@@ -26,9 +26,10 @@ import (
 // It changes when a key is removed or changes meaning; adding keys does
 // not change it. Version 2: stdev_us is the samples' standard deviation
 // (in version 1, perftest's t_stdev, each deviation truncated to a whole
-// microsecond). ParseRun reads MinSchemaVersion to SchemaVersion.
+// microsecond). Version 3: repeats.converged is null without a target (in
+// version 2, true). ParseRun reads MinSchemaVersion to SchemaVersion.
 const (
-	SchemaVersion    = 2
+	SchemaVersion    = 3
 	MinSchemaVersion = 1
 )
 

@@ -107,7 +107,8 @@ func dispatch(name, prog string, args []string, stdout, stderr io.Writer) int {
 
 // links creates, in the directory given, a symbolic link to this binary
 // under each test's perftest name and pvperf name: relative when the
-// binary is in that directory, else absolute.
+// binary is in that directory, else absolute. A separately built pvperf
+// command already there under its own name stays.
 func links(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(args) == 1 && (args[0] == "-h" || args[0] == "--help"):
