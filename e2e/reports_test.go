@@ -219,7 +219,7 @@ func TestReportCommand(t *testing.T) {
 		{"empty", []string{write("empty.json", "")}, 1, "empty.json: empty input"},
 		{"malformed", []string{client, write("bad.json", "{\"pvperf\": {\"schema_version\": 1,")}, 1, "bad.json: malformed JSON: "},
 		{"perftest's JSON", []string{client, perftest}, 1, "perftest.json: no pvperf results: perftest's JSON"},
-		{"newer schema", []string{write("v3.json", `{"pvperf": {"schema_version": 3}}`), client}, 1, "v3.json: unsupported schema: schema_version 3"},
+		{"newer schema", []string{write("v4.json", `{"pvperf": {"schema_version": 4}}`), client}, 1, "v4.json: unsupported schema: schema_version 4"},
 		{"no results", []string{write("none.json", `{"pvperf": {"schema_version": 1, "info": {"test": "write_bw", "kind": "bw"}, "results": []}}`)}, 1, "none.json: no results"},
 		{"no files", nil, 2, "report: no result files given"},
 		{"bad flag", []string{"--pdf", "x.pdf", client}, 2, "unknown flag: --pdf"},
