@@ -61,12 +61,13 @@ func (sm *samples) release() {
 // heap block cleared whole before the loop, which for perftest's largest
 // -n took long enough that an interrupt went unseen past its grace.
 func stamps(n uint64) ([]int64, func(), error) {
+	// perftest's ALLOCATE prints " Cannot Allocate" and exits with 1.
 	if n > math.MaxInt/8 {
-		return nil, nil, fmt.Errorf("%d timestamps: too many for memory", n)
+		return nil, nil, &failure{msg: fmt.Sprintf(" Cannot Allocate (%d timestamps)\n", n), err: unix.ENOMEM, setup: true}
 	}
 	t, free, err := unix.Int64s(int(n))
 	if err != nil {
-		return nil, nil, fmt.Errorf("%d timestamps: %w", n, err)
+		return nil, nil, &failure{msg: fmt.Sprintf(" Cannot Allocate (%d timestamps: %v)\n", n, err), err: err, setup: true}
 	}
 	return t, free, nil
 }

@@ -109,6 +109,10 @@ type failure struct {
 	err  error
 	loop bool   // the measurement loop failed (perftest's run_iter_*)
 	tail string // with loop, the line perftest's main prints after the loop failed, when known
+	// setup marks a failure of what perftest does before its loop
+	// (allocating the timestamps), met by pvperf as the loop starts: it
+	// is not the loop's failure.
+	setup bool
 }
 
 func (f *failure) Error() string {
@@ -335,7 +339,7 @@ func loopErr(err error, tail string) error {
 	case errors.As(err, &ce):
 		f = &failure{msg: ce.Error() + tail, err: err}
 	case errors.As(err, &f):
-		f.loop = true
+		f.loop = !f.setup
 		return err
 	default:
 		f = &failure{msg: " " + err.Error() + "\n" + tail, err: err}

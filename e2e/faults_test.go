@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -552,5 +553,25 @@ func TestBidirectionalWaitsForPeer(t *testing.T) {
 		if code, err := p.wait(); err != nil || code != 0 {
 			t.Errorf("%v: exit %d %v\nstdout:\n%s\nstderr:\n%s", p.cmd.Args, code, err, p.stdout.String(), p.stderr.String())
 		}
+	}
+}
+
+// TestCannotAllocate: timestamps that do not fit in the address space the
+// process may use fail as perftest's allocation does, " Cannot Allocate"
+// and exit status 1 (not the 17 of a failed measurement loop), at once.
+func TestCannotAllocate(t *testing.T) {
+	for _, test := range []string{"write_lat", "send_lat"} {
+		t.Run(test, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			// 3 GB of address space; 500 M timestamps are 4 GB.
+			cmd := exec.CommandContext(ctx, "sh", "-c", `ulimit -v 3000000 && exec "$0" --loopback -n 500000000`, filepath.Join(binDir, test))
+			cmd.Env = env()
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), " Cannot Allocate (500000000 timestamps: mmap: cannot allocate memory)") {
+				t.Errorf("%v:\n%s", err, out)
+			}
+		})
 	}
 }
