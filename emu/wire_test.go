@@ -920,33 +920,7 @@ func TestWireTCPSelfLink(t *testing.T) {
 	t.Cleanup(x.close)
 	t.Cleanup(y.close)
 	connectBoth(t, x, y)
-	wr := []verbs.SendWR{{Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
-		SGL:        []verbs.SGE{{Addr: x.mr.Addr(), Length: msg, LKey: x.mr.LKey()}},
-		RemoteAddr: y.mr.Addr(), RKey: y.mr.RKey()}}
-	wc := make([]verbs.WC, 16)
-	posted, done := 0, 0
-	deadline := time.Now().Add(2 * time.Minute)
-	for done < n {
-		for posted < n && posted-done < 128 {
-			if _, err := x.qp.PostSend(wr); err != nil {
-				t.Fatal(err)
-			}
-			posted++
-		}
-		k, err := x.scq.Poll(wc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range wc[:k] {
-			if c.Status != verbs.WCSuccess {
-				t.Fatalf("write %d: %v", done, c.Status)
-			}
-			done++
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d writes completed in 2 minutes", done, n)
-		}
-	}
+	writeLoop(t, x, y.info(), msg, n, 128, 1) // every write signalled and checked
 	c := ctx.(*devContext).WireCounters()
 	if c["drop_send_error"] != 0 || c["drop_duplicate"] != 0 || c["drop_out_of_sequence"] != 0 {
 		t.Errorf("counters %v: packets lost on a TCP link", c)
